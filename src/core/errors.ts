@@ -1,0 +1,252 @@
+/**
+ * Every error the library throws is a `DqsError` with a stable `code`. Match on `code`, not on the class
+ * name or the message: codes are part of the public contract, messages may improve.
+ *
+ * HTTP errors carry the method, the URL (never with a key in it: the key travels only in a header)
+ * and the server's `{message}` when it sent one. Decode and value errors say where: page, row, column.
+ */
+
+export type DqsErrorCode =
+  | 'DQS_INVALID_ARGUMENT'
+  | 'DQS_AUTH'
+  | 'DQS_NOT_FOUND'
+  | 'DQS_NOT_ACCEPTABLE'
+  | 'DQS_BAD_REQUEST'
+  | 'DQS_RATE_LIMITED'
+  | 'DQS_SERVER'
+  | 'DQS_HTTP'
+  | 'DQS_TIMEOUT'
+  | 'DQS_ABORTED'
+  | 'DQS_NETWORK'
+  | 'DQS_PROTOCOL'
+  | 'DQS_RESPONSE_TOO_LARGE'
+  | 'DQS_DECODE'
+  | 'DQS_INVALID_VALUE'
+  | 'DQS_TRUNCATED'
+  | 'DQS_FORMAT_NOT_OFFERED';
+
+export class DqsError extends Error {
+  readonly code: DqsErrorCode;
+  constructor(code: DqsErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** A caller passed something the library or the service cannot accept; nothing was sent. */
+export class InvalidArgumentError extends DqsError {
+  readonly argument: string;
+  constructor(argument: string, message: string) {
+    super('DQS_INVALID_ARGUMENT', `Invalid \`${argument}\`: ${message}`);
+    this.argument = argument;
+  }
+}
+
+/** Describes one request, without credentials, for error messages and events. */
+export interface RequestInfo {
+  readonly method: string;
+  /** The full URL; the API key is never part of it (it travels in the Authorization header). */
+  readonly url: string;
+}
+
+export interface HttpErrorDetails extends RequestInfo {
+  readonly status: number;
+  /** The `message` member of the server's JSON error body, when there was one. */
+  readonly serverMessage?: string | undefined;
+}
+
+/** The service answered with a status the request cannot succeed with. */
+export class HttpError extends DqsError {
+  readonly status: number;
+  readonly method: string;
+  readonly url: string;
+  readonly serverMessage: string | undefined;
+  constructor(code: DqsErrorCode, details: HttpErrorDetails, hint?: string) {
+    const server = details.serverMessage ? `: ${details.serverMessage}` : '';
+    super(
+      code,
+      `${details.status} from the service for ${details.method} ${details.url}${server}${hint ? ` (${hint})` : ''}`,
+    );
+    this.status = details.status;
+    this.method = details.method;
+    this.url = details.url;
+    this.serverMessage = details.serverMessage;
+  }
+}
+
+/** 401 or 403: the key (or token) is missing, wrong, or not allowed this resource. */
+export class AuthenticationError extends HttpError {
+  constructor(details: HttpErrorDetails) {
+    super('DQS_AUTH', details, 'check the API key: `apiKey`, `token` or DQS_API_KEY');
+  }
+}
+
+/** 404: unknown dataset or query. */
+export class NotFoundError extends HttpError {
+  constructor(details: HttpErrorDetails) {
+    super('DQS_NOT_FOUND', details);
+  }
+}
+
+/** 406: the requested media type is not among those the query offers. */
+export class NotAcceptableError extends HttpError {
+  constructor(details: HttpErrorDetails) {
+    super('DQS_NOT_ACCEPTABLE', details);
+  }
+}
+
+/** 400 and other 4xx the client could not prevent by validation. */
+export class BadRequestError extends HttpError {
+  constructor(details: HttpErrorDetails, code: DqsErrorCode = 'DQS_BAD_REQUEST') {
+    super(code, details);
+  }
+}
+
+/** 429: too many requests. `retryAfterMs` comes from `Retry-After` when the server sent it. */
+export class RateLimitedError extends HttpError {
+  readonly retryAfterMs: number | undefined;
+  constructor(details: HttpErrorDetails & { retryAfterMs?: number | undefined }) {
+    super('DQS_RATE_LIMITED', details);
+    this.retryAfterMs = details.retryAfterMs;
+  }
+}
+
+/** 5xx: the service failed. Usually transient. */
+export class ServerError extends HttpError {
+  readonly retryAfterMs: number | undefined;
+  constructor(details: HttpErrorDetails & { retryAfterMs?: number | undefined }) {
+    super('DQS_SERVER', details);
+    this.retryAfterMs = details.retryAfterMs;
+  }
+}
+
+/** A request (or the whole operation) took longer than its timeout. */
+export class TimeoutError extends DqsError {
+  readonly timeoutMs: number;
+  constructor(what: string, timeoutMs: number, options?: { cause?: unknown }) {
+    super('DQS_TIMEOUT', `${what} timed out after ${timeoutMs} ms`, options);
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** The caller's AbortSignal fired, or the stream was destroyed. */
+export class AbortError extends DqsError {
+  constructor(what: string, options?: { cause?: unknown }) {
+    super('DQS_ABORTED', `${what} was aborted`, options);
+  }
+}
+
+/** The connection failed or broke (refused, reset, body cut short). */
+export class NetworkError extends DqsError {
+  readonly method: string;
+  readonly url: string;
+  constructor(info: RequestInfo, reason: string, options?: { cause?: unknown }) {
+    super('DQS_NETWORK', `${info.method} ${info.url} failed: ${reason}`, options);
+    this.method = info.method;
+    this.url = info.url;
+  }
+}
+
+/** The service answered in a way the spec does not allow: wrong shape, missing header, bad id. */
+export class ProtocolError extends DqsError {
+  readonly method: string | undefined;
+  readonly url: string | undefined;
+  constructor(message: string, info?: RequestInfo, options?: { cause?: unknown }) {
+    super('DQS_PROTOCOL', info ? `${message} (${info.method} ${info.url})` : message, options);
+    this.method = info?.method;
+    this.url = info?.url;
+  }
+}
+
+/** A response body was larger than the configured maximum. */
+export class ResponseTooLargeError extends DqsError {
+  readonly maxBytes: number;
+  constructor(info: RequestInfo, maxBytes: number) {
+    super('DQS_RESPONSE_TOO_LARGE', `${info.method} ${info.url}: body exceeds the limit of ${maxBytes} bytes`);
+    this.maxBytes = maxBytes;
+  }
+}
+
+/** Where in a result a problem sits. Rows are 1-based result positions, as the service's `start`. */
+export interface ResultLocation {
+  /** The page request: its `start` and `limit`. */
+  readonly page?: { readonly start: number; readonly limit: number } | undefined;
+  /** 1-based row position in the whole result. */
+  readonly row?: number | undefined;
+  /** Column id (field descriptor `id`). */
+  readonly column?: string | undefined;
+}
+
+function describeLocation(loc: ResultLocation): string {
+  const parts: string[] = [];
+  if (loc.page) parts.push(`page start=${loc.page.start} limit=${loc.page.limit}`);
+  if (loc.row !== undefined) parts.push(`row ${loc.row}`);
+  if (loc.column !== undefined) parts.push(`column "${loc.column}"`);
+  return parts.length ? ` (${parts.join(', ')})` : '';
+}
+
+/** A body (JSON, CSV, XLSX) could not be decoded. */
+export class DecodeError extends DqsError {
+  readonly page: ResultLocation['page'];
+  readonly row: number | undefined;
+  readonly column: string | undefined;
+  constructor(message: string, loc: ResultLocation = {}, options?: { cause?: unknown }) {
+    super('DQS_DECODE', `${message}${describeLocation(loc)}`, options);
+    this.page = loc.page;
+    this.row = loc.row;
+    this.column = loc.column;
+  }
+}
+
+/** A value does not fit its column's declared type (e.g. `20241345` in a date column). */
+export class InvalidValueError extends DqsError {
+  readonly page: ResultLocation['page'];
+  readonly row: number | undefined;
+  readonly column: string | undefined;
+  readonly value: unknown;
+  readonly expected: string;
+  constructor(expected: string, value: unknown, loc: ResultLocation = {}) {
+    super('DQS_INVALID_VALUE', `Expected ${expected}, got ${safeRepr(value)}${describeLocation(loc)}`);
+    this.page = loc.page;
+    this.row = loc.row;
+    this.column = loc.column;
+    this.value = value;
+    this.expected = expected;
+  }
+}
+
+/** The result was truncated at the row cap and the caller asked to fail instead (`onTruncated: 'error'`). */
+export class TruncatedError extends DqsError {
+  readonly total: number;
+  constructor(total: number) {
+    super(
+      'DQS_TRUNCATED',
+      `The result was truncated by the service at ${total} rows; narrow the query (e.g. fewer tickers)`,
+    );
+    this.total = total;
+  }
+}
+
+/** The caller asked for a format the query does not offer. */
+export class FormatNotOfferedError extends DqsError {
+  readonly offered: readonly string[];
+  constructor(requested: string, offered: readonly string[]) {
+    super(
+      'DQS_FORMAT_NOT_OFFERED',
+      `Format "${requested}" is not offered by this query; offered: ${offered.join(', ') || '(none)'}`,
+    );
+    this.offered = offered;
+  }
+}
+
+/** A short, bounded representation of a value for error messages. */
+export function safeRepr(value: unknown): string {
+  let s: string;
+  try {
+    s = typeof value === 'string' ? JSON.stringify(value) : String(JSON.stringify(value) ?? String(value));
+  } catch {
+    s = Object.prototype.toString.call(value);
+  }
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
