@@ -25,13 +25,31 @@ export type DqsErrorCode =
   | 'DQS_TRUNCATED'
   | 'DQS_FORMAT_NOT_OFFERED';
 
+/** A page request of a result: its 1-based `start` and `limit`. */
+export interface PageRef {
+  readonly start: number;
+  readonly limit: number;
+}
+
 export class DqsError extends Error {
   readonly code: DqsErrorCode;
+  /** The page request this error belongs to, when it happened while reading a result. */
+  page: PageRef | undefined;
   constructor(code: DqsErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
     this.name = new.target.name;
+    this.page = undefined;
   }
+}
+
+/** Names the page an error happened on (once), keeping its class and code so callers can still match. */
+export function atPage<E extends DqsError>(err: E, page: PageRef): E {
+  if (err.page === undefined) {
+    err.page = { start: page.start, limit: page.limit };
+    err.message += ` [page start=${page.start} limit=${page.limit}]`;
+  }
+  return err;
 }
 
 /** A caller passed something the library or the service cannot accept; nothing was sent. */
@@ -163,7 +181,10 @@ export class ProtocolError extends DqsError {
 export class ResponseTooLargeError extends DqsError {
   readonly maxBytes: number;
   constructor(info: RequestInfo, maxBytes: number) {
-    super('DQS_RESPONSE_TOO_LARGE', `${info.method} ${info.url}: body exceeds the limit of ${maxBytes} bytes`);
+    super(
+      'DQS_RESPONSE_TOO_LARGE',
+      `${info.method} ${info.url}: body exceeds the limit of ${maxBytes} bytes`,
+    );
     this.maxBytes = maxBytes;
   }
 }
@@ -171,7 +192,7 @@ export class ResponseTooLargeError extends DqsError {
 /** Where in a result a problem sits. Rows are 1-based result positions, as the service's `start`. */
 export interface ResultLocation {
   /** The page request: its `start` and `limit`. */
-  readonly page?: { readonly start: number; readonly limit: number } | undefined;
+  readonly page?: PageRef | undefined;
   /** 1-based row position in the whole result. */
   readonly row?: number | undefined;
   /** Column id (field descriptor `id`). */
@@ -188,7 +209,6 @@ function describeLocation(loc: ResultLocation): string {
 
 /** A body (JSON, CSV, XLSX) could not be decoded. */
 export class DecodeError extends DqsError {
-  readonly page: ResultLocation['page'];
   readonly row: number | undefined;
   readonly column: string | undefined;
   constructor(message: string, loc: ResultLocation = {}, options?: { cause?: unknown }) {
@@ -201,7 +221,6 @@ export class DecodeError extends DqsError {
 
 /** A value does not fit its column's declared type (e.g. `20241345` in a date column). */
 export class InvalidValueError extends DqsError {
-  readonly page: ResultLocation['page'];
   readonly row: number | undefined;
   readonly column: string | undefined;
   readonly value: unknown;

@@ -1,0 +1,58 @@
+/**
+ * dqs-client: a typed, streaming client of the Dataset Query Service.
+ * This module only re-exports; internals stay unexported.
+ */
+export { DatasetClient, type QueryOptions } from './client.js';
+export type { ColumnKind } from './convert/index.js';
+export {
+  AbortError,
+  AuthenticationError,
+  BadRequestError,
+  DecodeError,
+  DqsError,
+  type DqsErrorCode,
+  FormatNotOfferedError,
+  HttpError,
+  InvalidArgumentError,
+  InvalidValueError,
+  NetworkError,
+  NotAcceptableError,
+  NotFoundError,
+  type PageRef,
+  ProtocolError,
+  RateLimitedError,
+  ResponseTooLargeError,
+  ServerError,
+  TimeoutError,
+  TruncatedError,
+} from './core/errors.js';
+export { VERSION } from './core/version.js';
+export {
+  API_VERSION,
+  type DatasetInfo,
+  type DatasetMetadata,
+  type Entity,
+  type FieldDescriptor,
+  type FormatName,
+  MediaType,
+  type QueryBody,
+  type QueryHandle,
+  type QueryState,
+  type QueryStatus,
+  type ResultPage,
+  ROW_CAP,
+  type SortEntry,
+  type TickerEntry,
+  type WireValue,
+} from './core/wire.js';
+export { type ArrowIpcOptions, toArrowIpc } from './output/arrow-ipc.js';
+export { type DownloadOptions, QueryResult } from './query/query-result.js';
+export {
+  type Checkpoint,
+  type ProgressEvent,
+  type ResultSource,
+  ResultStream,
+} from './query/result-stream.js';
+export type { StreamOptions } from './query/stream-options.js';
+export type { CallOptions, PageRequest, RawPageRequest } from './transport/endpoints.js';
+export type { ClientOptions } from './transport/options.js';

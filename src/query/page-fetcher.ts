@@ -1,0 +1,141 @@
+/**
+ * Fetches one planned page completely, whatever the server does with `limit`: a short page (the server
+ * clamped `limit`) is followed by a request for the rest, so no row is lost; answers that would lose or
+ * duplicate rows (wrong `start`, a changing `total`, no progress) are protocol errors, never guessed at.
+ */
+
+import type { ColumnPlan } from '../convert/index.js';
+import { atPage, DqsError, ProtocolError } from '../core/errors.js';
+import type { WireValue } from '../core/wire.js';
+import { decodeCsv, decodeXlsx, parseTablePage } from '../decode/index.js';
+import type { EndpointClient } from '../transport/endpoints.js';
+import { statusFromHeaders } from '../transport/endpoints.js';
+import { readBounded } from '../transport/http.js';
+import type { PageRange } from './page-plan.js';
+
+export type DecodableFormat = 'json' | 'csv' | 'xlsx';
+
+export interface PageFetchContext {
+  readonly client: EndpointClient;
+  readonly datasetId: string;
+  readonly queryId: string;
+  /** The result's total, as the query reported it; every page must agree. */
+  readonly total: number;
+  readonly format: DecodableFormat;
+  readonly mediaType: string;
+  readonly plan: readonly ColumnPlan[];
+  readonly maxResponseBytes: number;
+  readonly timeoutMs?: number | undefined;
+}
+
+/** The rows of one planned page, in order, and the body bytes they took. */
+export interface PageData {
+  readonly range: PageRange;
+  readonly rows: WireValue[][];
+  readonly bytes: number;
+  /** Requests it took (more than 1 when the server answered short pages). */
+  readonly requests: number;
+}
+
+interface Piece {
+  rows: WireValue[][];
+  bytes: number;
+  total: number;
+  start: number;
+}
+
+async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSignal): Promise<Piece> {
+  const response = await ctx.client.openPage(ctx.datasetId, ctx.queryId, {
+    start: sub.start,
+    limit: sub.limit,
+    mediaType: ctx.mediaType,
+    signal,
+    timeoutMs: ctx.timeoutMs,
+  });
+  try {
+    if (ctx.format === 'json') {
+      const buf = await readBounded(response, ctx.maxResponseBytes);
+      const page = parseTablePage(buf.toString('utf8'), sub);
+      if (page.rows.length !== page.count) {
+        throw new ProtocolError(
+          `page says count=${page.count} but holds ${page.rows.length} rows`,
+          response.info,
+        );
+      }
+      return { rows: page.rows, bytes: buf.length, total: page.total, start: page.start };
+    }
+    // CSV and XLSX carry no page envelope: the headers give the total, position is what we asked for.
+    const status = statusFromHeaders(response);
+    let bytes = 0;
+    const counted = (async function* () {
+      for await (const chunk of response.body) {
+        bytes += (chunk as Buffer).length;
+        if (bytes > ctx.maxResponseBytes)
+          throw new ProtocolError(`body exceeds ${ctx.maxResponseBytes} bytes`, response.info);
+        yield chunk as Buffer;
+      }
+    })();
+    const decode = ctx.format === 'csv' ? decodeCsv : decodeXlsx;
+    const rows: WireValue[][] = [];
+    for await (const chunk of decode(counted, ctx.plan, sub)) for (const row of chunk) rows.push(row);
+    return { rows, bytes, total: status.total, start: sub.start };
+  } finally {
+    response.body.destroy();
+    response.done();
+  }
+}
+
+export async function fetchPage(
+  ctx: PageFetchContext,
+  range: PageRange,
+  signal: AbortSignal,
+): Promise<PageData> {
+  const end = range.start + range.limit; // exclusive
+  let rows: WireValue[][] | undefined;
+  let bytes = 0;
+  let requests = 0;
+  let next = range.start;
+  while (next < end) {
+    const sub = { start: next, limit: end - next };
+    let piece: Piece;
+    try {
+      piece = await fetchPiece(ctx, sub, signal);
+    } catch (err) {
+      throw err instanceof DqsError ? atPage(err, sub) : err;
+    }
+    requests++;
+    bytes += piece.bytes;
+    const where = { method: 'GET', url: `start=${sub.start} limit=${sub.limit}` };
+    if (piece.start !== sub.start) {
+      throw atPage(
+        new ProtocolError(`page answered start=${piece.start} for start=${sub.start}`, where),
+        sub,
+      );
+    }
+    if (piece.total !== ctx.total) {
+      throw atPage(
+        new ProtocolError(
+          `the result's total changed from ${ctx.total} to ${piece.total} while reading`,
+          where,
+        ),
+        sub,
+      );
+    }
+    if (piece.rows.length > sub.limit) {
+      throw atPage(
+        new ProtocolError(`page holds ${piece.rows.length} rows for limit=${sub.limit}`, where),
+        sub,
+      );
+    }
+    if (piece.rows.length === 0) {
+      throw atPage(
+        new ProtocolError(`page is empty though rows ${sub.start}..${end - 1} remain`, where),
+        sub,
+      );
+    }
+    if (rows === undefined) rows = piece.rows;
+    else for (const row of piece.rows) rows.push(row);
+    next += piece.rows.length;
+  }
+  return { range, rows: rows ?? [], bytes, requests };
+}

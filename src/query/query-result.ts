@@ -1,0 +1,96 @@
+/**
+ * `QueryResult`: a completed query (id, total, truncation, formats, column descriptors) that can be read
+ * as many times as wanted: as a stream, a whole Arrow table, row objects, or a raw body download.
+ */
+import type { Readable } from 'node:stream';
+import { type RecordBatch, Table } from 'apache-arrow';
+import { InvalidArgumentError } from '../core/errors.js';
+import { type FieldDescriptor, type FormatName, MediaType } from '../core/wire.js';
+import type { CallOptions, EndpointClient } from '../transport/endpoints.js';
+import { type ResultSource, ResultStream } from './result-stream.js';
+import { normalizeStreamOptions, type StreamOptions } from './stream-options.js';
+
+export interface DownloadOptions extends CallOptions {
+  /** Any offered format, by name or media type. @default 'json' (table JSON) */
+  readonly format?: FormatName | 'json' | (string & {});
+  /** @default 1 */
+  readonly start?: number;
+  /** @default the whole result from `start` */
+  readonly limit?: number;
+}
+
+export class QueryResult implements ResultSource {
+  readonly client: EndpointClient;
+  readonly datasetId: string;
+  /** The query id (64 lower-case hex). */
+  readonly id: string;
+  /** Rows in the result (at most the row cap). */
+  readonly total: number;
+  /** True when the service cut the result at the row cap (`X-Truncated: true`). */
+  readonly truncated: boolean;
+  /** Media types the result can be read in. */
+  readonly formats: readonly string[];
+  /** The column descriptors, in row-value order. */
+  readonly fields: readonly FieldDescriptor[];
+  readonly maxResponseBytes: number;
+
+  /** @internal Use `client.query()`. */
+  constructor(init: Omit<ResultSource, never>) {
+    this.client = init.client;
+    this.datasetId = init.datasetId;
+    this.id = init.id;
+    this.total = init.total;
+    this.truncated = init.truncated;
+    this.formats = init.formats;
+    this.fields = init.fields;
+    this.maxResponseBytes = init.maxResponseBytes;
+  }
+
+  /** A Readable of `RecordBatch`es (or row objects with `output: 'rows'`), in row order. */
+  stream(options: StreamOptions = {}): ResultStream {
+    return new ResultStream(async () => this, normalizeStreamOptions(options));
+  }
+
+  /** The whole result as one Arrow table (held in memory: for large results prefer `stream()`). */
+  async toTable(options: Omit<StreamOptions, 'output'> = {}): Promise<Table> {
+    const stream = this.stream({ ...options, output: 'arrow' });
+    const batches: RecordBatch[] = [];
+    for await (const batch of stream) batches.push(batch as RecordBatch);
+    return new Table(stream.schema!, batches);
+  }
+
+  /** The whole result as row objects (dates as `Date`, nulls as null). */
+  async toArray(options: Omit<StreamOptions, 'output'> = {}): Promise<Record<string, unknown>[]> {
+    const rows: Record<string, unknown>[] = [];
+    for await (const row of this.stream({ ...options, output: 'rows' }))
+      rows.push(row as Record<string, unknown>);
+    return rows;
+  }
+
+  /**
+   * The raw response body of one GET in any offered format (XLS and map JSON included), for saving as is.
+   * Large ranges are the server's to clamp: check `X-Total` and page yourself for more than one page.
+   */
+  async download(options: DownloadOptions = {}): Promise<Readable> {
+    const requested = options.format ?? 'json';
+    const byName: Record<string, string> = { ...MediaType, json: MediaType.table };
+    const mediaType = byName[requested] ?? requested;
+    if (!this.formats.includes(mediaType)) {
+      throw new InvalidArgumentError(
+        'format',
+        `Expected one of the offered formats (${this.formats.join(', ')}), got ${JSON.stringify(requested)}`,
+      );
+    }
+    const start = options.start ?? 1;
+    const limit = options.limit ?? Math.max(1, this.total - start + 1);
+    const response = await this.client.openPage(this.datasetId, this.id, {
+      start,
+      limit,
+      mediaType,
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+    response.body.once('close', response.done);
+    return response.body;
+  }
+}

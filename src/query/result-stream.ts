@@ -1,0 +1,276 @@
+/**
+ * `ResultStream`: a real object-mode `Readable` of a query's result, as Arrow `RecordBatch`es or row objects.
+ *
+ * The engine: pages are planned from the total, fetched through an `OrderedWindow` (p-queue, bounded
+ * window) and converted strictly in row order. The Readable pulls: `_read()` asks the engine for the next
+ * chunks only when Node's buffer has room, so a slow consumer stops page requests from starting.
+ * `destroy()`, the caller's `signal` and a `break` out of `for await` all abort the in-flight requests.
+ */
+import { Readable } from 'node:stream';
+import type { RecordBatch, Schema } from 'apache-arrow';
+import {
+  buildSchema,
+  type ColumnPlan,
+  makeRowFactory,
+  planColumns,
+  RecordBatchBuilder,
+} from '../convert/index.js';
+import { DqsError, TruncatedError } from '../core/errors.js';
+import type { FieldDescriptor } from '../core/wire.js';
+import type { EndpointClient } from '../transport/endpoints.js';
+import { abortReason } from './abortable.js';
+import { OrderedWindow } from './ordered-window.js';
+import { fetchPage, type PageData } from './page-fetcher.js';
+import { planPages } from './page-plan.js';
+import { chooseFormat, type NormalizedStreamOptions } from './stream-options.js';
+
+/** What a stream needs to know about a completed query. */
+export interface ResultSource {
+  readonly client: EndpointClient;
+  readonly datasetId: string;
+  readonly id: string;
+  readonly total: number;
+  readonly truncated: boolean;
+  readonly formats: readonly string[];
+  readonly fields: readonly FieldDescriptor[];
+  readonly maxResponseBytes: number;
+}
+
+/** Where a download stands; pass `nextRow` as `startRow` to resume without re-reading rows. */
+export interface Checkpoint {
+  readonly datasetId: string;
+  readonly queryId: string;
+  /** 1-based position of the first row not yet emitted. */
+  readonly nextRow: number;
+}
+
+export interface ProgressEvent {
+  /** Rows emitted so far by this stream. */
+  readonly rows: number;
+  /** Rows this stream will emit in all (the result's total minus rows skipped by `startRow`). */
+  readonly total: number;
+  readonly pages: number;
+  /** Response body bytes read so far. */
+  readonly bytes: number;
+  readonly checkpoint: Checkpoint;
+}
+
+export interface ResultStreamEvents {
+  progress: (event: ProgressEvent) => void;
+  truncated: (info: { total: number }) => void;
+  schema: (schema: Schema) => void;
+}
+
+type Chunk = RecordBatch | Record<string, unknown>;
+
+export class ResultStream extends Readable {
+  readonly #resolve: (signal: AbortSignal) => Promise<ResultSource>;
+  readonly #options: NormalizedStreamOptions;
+  readonly #abort = new AbortController();
+  readonly #detachSignal: () => void;
+  #engine: AsyncGenerator<Chunk[], void, undefined> | undefined;
+  #pending: Chunk[] = [];
+  #pendingAt = 0;
+  #reading = false;
+  #schema: Schema | undefined;
+  #source: ResultSource | undefined;
+  #nextRow: number;
+  #window: OrderedWindow<PageData> | undefined;
+
+  /** @internal Use `result.stream()` or `client.stream()`. */
+  constructor(resolve: (signal: AbortSignal) => Promise<ResultSource>, options: NormalizedStreamOptions) {
+    super({ objectMode: true, highWaterMark: options.output === 'rows' ? 1024 : 2 });
+    this.#resolve = resolve;
+    this.#options = options;
+    this.#nextRow = options.startRow;
+    const signal = options.signal;
+    if (signal) {
+      const onAbort = () => this.destroy(abortReason(signal, 'The result stream'));
+      if (signal.aborted) queueMicrotask(onAbort);
+      else signal.addEventListener('abort', onAbort, { once: true });
+      this.#detachSignal = () => signal.removeEventListener('abort', onAbort);
+    } else {
+      this.#detachSignal = () => {};
+    }
+  }
+
+  /** The Arrow schema, once known (after the `'schema'` event). */
+  get schema(): Schema | undefined {
+    return this.#schema;
+  }
+
+  /** The query behind the stream, once created and complete. */
+  get source(): ResultSource | undefined {
+    return this.#source;
+  }
+
+  /** Where to resume from if the stream fails now. */
+  get checkpoint(): Checkpoint | undefined {
+    return (
+      this.#source && { datasetId: this.#source.datasetId, queryId: this.#source.id, nextRow: this.#nextRow }
+    );
+  }
+
+  /** Pages requested so far (for tests of backpressure and for progress displays). */
+  get pagesStarted(): number {
+    return this.#window?.started ?? 0;
+  }
+
+  override _read(): void {
+    if (this.#reading) return;
+    this.#reading = true;
+    this.#pump().then(
+      () => {
+        this.#reading = false;
+      },
+      (err: unknown) => {
+        this.#reading = false;
+        this.destroy(err as Error);
+      },
+    );
+  }
+
+  /** Pushes buffered chunks until Node says stop, pulling more from the engine as needed. */
+  async #pump(): Promise<void> {
+    this.#engine ??= this.#run();
+    for (;;) {
+      while (this.#pendingAt < this.#pending.length) {
+        const chunk = this.#pending[this.#pendingAt++]!;
+        if (!this.push(chunk)) return;
+      }
+      if (this.destroyed) return;
+      const next = await this.#engine.next();
+      if (this.destroyed) return;
+      if (next.done) {
+        this.push(null);
+        return;
+      }
+      this.#pending = next.value;
+      this.#pendingAt = 0;
+    }
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#detachSignal();
+    this.#abort.abort(error ?? new DqsError('DQS_ABORTED', 'The result stream was destroyed'));
+    this.#window?.cancel(this.#abort.signal.reason);
+    // Let a suspended engine run its `finally` (it is not running: we only reach here between awaits
+    // or with the engine blocked on an aborted request, which rejects promptly).
+    this.#engine?.return(undefined).catch(() => {});
+    callback(error);
+  }
+
+  /** The engine: resolves the query, then yields chunks of output page by page, in row order. */
+  async *#run(): AsyncGenerator<Chunk[], void, undefined> {
+    const signal = this.#abort.signal;
+    const source = await this.#resolve(signal);
+    this.#source = source;
+    const opts = this.#options;
+    const plan = planColumns([...source.fields], opts.types ? { ...opts.types } : undefined);
+    const schema = buildSchema(plan);
+    this.#schema = schema;
+    this.emit('schema', schema);
+    if (source.truncated) {
+      if (opts.onTruncated === 'error') throw new TruncatedError(source.total);
+      this.emit('truncated', { total: source.total });
+    }
+    const { format, mediaType } = chooseFormat(opts.format, source.formats);
+    const pages = planPages(opts.startRow, source.total, opts.pageSize);
+    const ctx = {
+      client: source.client,
+      datasetId: source.datasetId,
+      queryId: source.id,
+      total: source.total,
+      format,
+      mediaType,
+      plan,
+      maxResponseBytes: source.maxResponseBytes,
+      timeoutMs: opts.timeoutMs,
+    };
+    const window = new OrderedWindow<PageData>(pages.length, (i, s) => fetchPage(ctx, pages[i]!, s), {
+      concurrency: opts.concurrency,
+      window: opts.window,
+    });
+    this.#window = window;
+    const onAbort = () => window.cancel(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const toEmit = Math.max(0, source.total - opts.startRow + 1);
+    let rows = 0;
+    let bytes = 0;
+    let pageCount = 0;
+    try {
+      const convert = opts.output === 'arrow' ? this.#arrowConverter(plan) : this.#rowConverter(plan);
+      if (pages.length === 0 && opts.output === 'arrow') {
+        // An empty result still carries its schema, so writers and `toTable()` know the columns.
+        yield [new RecordBatchBuilder(plan, { onInvalid: opts.onInvalid }).flush()];
+        return;
+      }
+      for (;;) {
+        const next = await window.next();
+        if (next.done) break;
+        const page = next.value;
+        const out = convert.page(page);
+        rows += page.rows.length;
+        bytes += page.bytes;
+        pageCount++;
+        this.#nextRow = page.range.start + page.rows.length;
+        if (pageCount === pages.length) {
+          const last = convert.finish();
+          if (last) out.push(last);
+        }
+        if (out.length) yield out;
+        this.emit('progress', {
+          rows,
+          total: toEmit,
+          pages: pageCount,
+          bytes,
+          checkpoint: this.checkpoint!,
+        } satisfies ProgressEvent);
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      window.cancel(new DqsError('DQS_ABORTED', 'The result stream ended'));
+    }
+  }
+
+  #arrowConverter(plan: ColumnPlan[]) {
+    const builder = new RecordBatchBuilder(plan, { onInvalid: this.#options.onInvalid });
+    const batchSize = this.#options.batchSize;
+    return {
+      page(page: PageData): Chunk[] {
+        const out: Chunk[] = [];
+        const { rows, range } = page;
+        let i = 0;
+        while (i < rows.length) {
+          const take = Math.min(batchSize - builder.length, rows.length - i);
+          builder.appendRows(
+            i === 0 && take === rows.length ? rows : rows.slice(i, i + take),
+            range.start + i,
+            range,
+          );
+          i += take;
+          if (builder.length >= batchSize) out.push(builder.flush());
+        }
+        return out;
+      },
+      finish(): RecordBatch | undefined {
+        return builder.length > 0 ? builder.flush() : undefined;
+      },
+    };
+  }
+
+  #rowConverter(plan: ColumnPlan[]) {
+    const make = makeRowFactory(plan, { onInvalid: this.#options.onInvalid });
+    return {
+      page(page: PageData): Chunk[] {
+        const { rows, range } = page;
+        const out: Chunk[] = new Array(rows.length);
+        for (let i = 0; i < rows.length; i++) out[i] = make(rows[i]!, range.start + i, range);
+        return out;
+      },
+      finish(): undefined {
+        return undefined;
+      },
+    };
+  }
+}

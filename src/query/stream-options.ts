@@ -1,0 +1,127 @@
+import type { ColumnKind } from '../convert/index.js';
+import { FormatNotOfferedError, InvalidArgumentError } from '../core/errors.js';
+import { MediaType } from '../core/wire.js';
+import type { DecodableFormat } from './page-fetcher.js';
+
+/** Options of `result.stream()`, `client.stream()`, `toTable()` and `toArray()`. */
+export interface StreamOptions {
+  /** `'arrow'`: `RecordBatch` chunks; `'rows'`: one plain object per chunk. @default 'arrow' */
+  readonly output?: 'arrow' | 'rows';
+  /**
+   * Wire format to read. `'auto'` picks table JSON when offered (fastest to decode here), else CSV,
+   * else XLSX. The output never depends on this choice.
+   * @default 'auto'
+   */
+  readonly format?: 'auto' | DecodableFormat;
+  /** Rows per page request (minimum 1). Small pages (5-10k) beat big ones: see the README. @default 10_000 */
+  readonly pageSize?: number;
+  /** Page requests at once (minimum 1). @default 4 */
+  readonly concurrency?: number;
+  /** Pages started but not yet emitted, at most (>= concurrency). @default 2 * concurrency */
+  readonly window?: number;
+  /** Rows per emitted RecordBatch, independent of `pageSize`. @default pageSize */
+  readonly batchSize?: number;
+  /** 1-based row to start at: resumes a download without re-reading rows. @default 1 */
+  readonly startRow?: number;
+  /** Column type overrides, e.g. `{ posted: 'date' }` for services that declare every column `string`. */
+  readonly types?: Readonly<Record<string, ColumnKind>>;
+  /** A value that breaks its column's type: fail with `InvalidValueError`, or keep going with null. @default 'error' */
+  readonly onInvalid?: 'error' | 'null';
+  /** A truncated result (over the row cap): emit `'truncated'` and go on, or fail with `TruncatedError`. @default 'warn' */
+  readonly onTruncated?: 'warn' | 'error';
+  /** Cancels the whole stream: polling and every in-flight request. */
+  readonly signal?: AbortSignal | undefined;
+  /** Per-request timeout for page reads, in ms. @default the client's */
+  readonly timeoutMs?: number | undefined;
+}
+
+export interface NormalizedStreamOptions {
+  readonly output: 'arrow' | 'rows';
+  readonly format: 'auto' | DecodableFormat;
+  readonly pageSize: number;
+  readonly concurrency: number;
+  readonly window: number;
+  readonly batchSize: number;
+  readonly startRow: number;
+  readonly types: Readonly<Record<string, ColumnKind>> | undefined;
+  readonly onInvalid: 'error' | 'null';
+  readonly onTruncated: 'warn' | 'error';
+  readonly signal: AbortSignal | undefined;
+  readonly timeoutMs: number | undefined;
+}
+
+export const DEFAULT_PAGE_SIZE = 10_000;
+export const DEFAULT_CONCURRENCY = 4;
+
+function int(value: unknown, name: string, min: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+    throw new InvalidArgumentError(
+      name,
+      `Expected an integer >= ${min}, got ${String(value)} (${typeof value})`,
+    );
+  }
+  return value;
+}
+
+function oneOf<T extends string>(value: unknown, name: string, allowed: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (!allowed.includes(value as T)) {
+    throw new InvalidArgumentError(
+      name,
+      `Expected one of ${allowed.map((a) => `'${a}'`).join(', ')}, got ${JSON.stringify(value)}`,
+    );
+  }
+  return value as T;
+}
+
+export function normalizeStreamOptions(options: StreamOptions = {}): NormalizedStreamOptions {
+  const pageSize = int(options.pageSize, 'pageSize', 1, DEFAULT_PAGE_SIZE);
+  const concurrency = int(options.concurrency, 'concurrency', 1, DEFAULT_CONCURRENCY);
+  const window = int(options.window, 'window', 1, concurrency * 2);
+  if (window < concurrency) {
+    throw new InvalidArgumentError(
+      'window',
+      `Expected window >= concurrency (${concurrency}), got ${window}`,
+    );
+  }
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+    throw new InvalidArgumentError('signal', 'Expected an AbortSignal');
+  }
+  return {
+    output: oneOf(options.output, 'output', ['arrow', 'rows'], 'arrow'),
+    format: oneOf(options.format, 'format', ['auto', 'json', 'csv', 'xlsx'], 'auto'),
+    pageSize,
+    concurrency,
+    window,
+    batchSize: int(options.batchSize, 'batchSize', 1, pageSize),
+    startRow: int(options.startRow, 'startRow', 1, 1),
+    types: options.types,
+    onInvalid: oneOf(options.onInvalid, 'onInvalid', ['error', 'null'], 'error'),
+    onTruncated: oneOf(options.onTruncated, 'onTruncated', ['warn', 'error'], 'warn'),
+    signal: options.signal,
+    timeoutMs: options.timeoutMs === undefined ? undefined : int(options.timeoutMs, 'timeoutMs', 1, 0),
+  };
+}
+
+const FORMAT_MEDIA: Record<DecodableFormat, string> = {
+  json: MediaType.table,
+  csv: MediaType.csv,
+  xlsx: MediaType.xlsx,
+};
+/** `auto` preference, fastest decoder first (see bench/). */
+const AUTO_ORDER: readonly DecodableFormat[] = ['json', 'csv', 'xlsx'];
+
+/** Resolves the format to read against what the query offers. */
+export function chooseFormat(
+  requested: 'auto' | DecodableFormat,
+  offered: readonly string[],
+): { format: DecodableFormat; mediaType: string } {
+  // A service that lists no formats is assumed to speak table JSON, the spec's own type.
+  const available = offered.length ? offered : [MediaType.table];
+  const candidates = requested === 'auto' ? AUTO_ORDER : [requested];
+  for (const format of candidates) {
+    if (available.includes(FORMAT_MEDIA[format])) return { format, mediaType: FORMAT_MEDIA[format] };
+  }
+  throw new FormatNotOfferedError(requested === 'auto' ? 'auto (json, csv or xlsx)' : requested, available);
+}

@@ -1,0 +1,211 @@
+/**
+ * `EndpointClient`: one typed method per endpoint of the spec, nothing more. The query lifecycle and
+ * streaming (`DatasetClient.query()` / `.stream()`) are built on top of it in src/client.ts.
+ */
+import { inspect } from 'node:util';
+import { ProtocolError } from '../core/errors.js';
+import {
+  type DatasetInfo,
+  type DatasetMetadata,
+  MediaType,
+  type QueryBody,
+  type QueryHandle,
+  type QueryStatus,
+  type ResultPage,
+  type TickerEntry,
+} from '../core/wire.js';
+import { parseTablePage } from '../decode/table-json.js';
+import { type HttpResponse, HttpTransport } from './http.js';
+import { type ClientOptions, normalizeClientOptions } from './options.js';
+import * as shape from './responses.js';
+import {
+  checkDatasetId,
+  checkInteger,
+  checkQueryBody,
+  checkQueryId,
+  checkString,
+  checkTicker,
+} from './validate.js';
+
+/** Options every method takes. */
+export interface CallOptions {
+  /** Cancels the request; the promise rejects with an `AbortError` (code `DQS_ABORTED`). */
+  readonly signal?: AbortSignal | undefined;
+  /** Overrides the client's per-request timeout, in ms. */
+  readonly timeoutMs?: number | undefined;
+}
+
+export interface PageRequest extends CallOptions {
+  /** 1-based position of the first row. */
+  readonly start: number;
+  /** Number of rows asked for; the service may answer fewer (it clamps large limits). */
+  readonly limit: number;
+}
+
+export interface RawPageRequest extends PageRequest {
+  /** A media type from the query's `formats` (see `MediaType`). @default MediaType.table */
+  readonly mediaType?: string;
+}
+
+function header(res: { headers: HttpResponse['headers'] }, name: string): string | undefined {
+  const v = res.headers[name];
+  return Array.isArray(v) ? v.join(',') : v;
+}
+
+/** Parses the query headers (HEAD, and every result GET) into a status. */
+export function statusFromHeaders(res: HttpResponse): QueryStatus {
+  const rawState = header(res, 'x-state');
+  // Some deployments answer 202 with no X-State while a query runs.
+  const state = rawState?.trim() || (res.status === 202 ? 'running' : undefined);
+  if (state === undefined) throw new ProtocolError('Missing X-State header', res.info);
+  const rawTotal = header(res, 'x-total');
+  const total =
+    rawTotal === undefined || rawTotal.trim() === ''
+      ? state === 'complete'
+        ? Number.NaN
+        : 0
+      : Number(rawTotal);
+  if (!Number.isInteger(total) || total < 0) {
+    throw new ProtocolError(`X-Total is not a row count: ${JSON.stringify(rawTotal ?? null)}`, res.info);
+  }
+  const truncated = header(res, 'x-truncated')?.trim().toLowerCase() === 'true';
+  const formats = (header(res, 'x-formats') ?? '')
+    .split(',')
+    .map((f) => f.trim())
+    .filter((f) => f.length > 0);
+  return { state, total, truncated, formats, httpStatus: res.status };
+}
+
+export class EndpointClient {
+  protected readonly http: HttpTransport;
+
+  constructor(options: ClientOptions = {}) {
+    this.http = new HttpTransport(normalizeClientOptions(options));
+  }
+
+  /** The normalized base URL (always ending in '/'). */
+  get baseUrl(): string {
+    return this.http.baseUrl.href;
+  }
+
+  /** `GET /datasets/[?ticker=]`: the datasets, or only those available for `ticker`. */
+  async listDatasets(options: CallOptions & { readonly ticker?: string } = {}): Promise<DatasetInfo[]> {
+    const ticker = options.ticker === undefined ? undefined : checkTicker(options.ticker);
+    const { response, text } = await this.http.text({
+      method: 'GET',
+      segments: ['datasets', ''],
+      query: { ticker },
+      accept: 'application/json',
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+    return shape.datasetList(shape.parseJson(text, response.info), response.info);
+  }
+
+  /** `GET /datasets/<id>`: the dataset with its field descriptors and row cap. */
+  async getDataset(datasetId: string, options: CallOptions = {}): Promise<DatasetMetadata> {
+    const { response, text } = await this.http.text({
+      method: 'GET',
+      segments: ['datasets', checkDatasetId(datasetId)],
+      accept: 'application/json',
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+    return shape.datasetMetadata(shape.parseJson(text, response.info), response.info);
+  }
+
+  /** `GET /datasets/<id>/tickers/?query=`: tickers whose name or id matches `text`. */
+  async searchTickers(datasetId: string, text: string, options: CallOptions = {}): Promise<TickerEntry[]> {
+    const q = checkString(text, 'text');
+    const { response, text: body } = await this.http.text({
+      method: 'GET',
+      segments: ['datasets', checkDatasetId(datasetId), 'tickers', ''],
+      query: { query: q },
+      accept: 'application/json',
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+    return shape.tickerEntries(shape.parseJson(body, response.info), q, response.info);
+  }
+
+  /** `POST /datasets/<id>/query/`: submits a query; the body is sent as given (tickers validated). */
+  async createQuery(
+    datasetId: string,
+    body: QueryBody = {},
+    options: CallOptions = {},
+  ): Promise<QueryHandle> {
+    const json = checkQueryBody(body);
+    const { response, text } = await this.http.text({
+      method: 'POST',
+      segments: ['datasets', checkDatasetId(datasetId), 'query', ''],
+      accept: 'application/json',
+      json,
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+    return shape.queryHandle(shape.parseJson(text, response.info), response.info);
+  }
+
+  /** `HEAD /datasets/<id>/query/<qid>`: state, total, truncation and offered formats. */
+  async checkQuery(
+    datasetId: string,
+    queryId: string,
+    options: CallOptions & { readonly mediaType?: string } = {},
+  ): Promise<QueryStatus> {
+    const response = await this.http.send({
+      method: 'HEAD',
+      segments: ['datasets', checkDatasetId(datasetId), 'query', checkQueryId(queryId)],
+      accept: options.mediaType ?? MediaType.table,
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+    try {
+      return statusFromHeaders(response);
+    } finally {
+      response.body.destroy();
+      response.done();
+    }
+  }
+
+  /** `GET /datasets/<id>/query/<qid>?start&limit` in table JSON: one page, shape-checked. */
+  async readPage(datasetId: string, queryId: string, options: PageRequest): Promise<ResultPage> {
+    const start = checkInteger(options.start, 'start', 1);
+    const limit = checkInteger(options.limit, 'limit', 1);
+    const { text } = await this.http.text({
+      method: 'GET',
+      segments: ['datasets', checkDatasetId(datasetId), 'query', checkQueryId(queryId)],
+      query: { start, limit },
+      accept: MediaType.table,
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+    return parseTablePage(text, { start, limit });
+  }
+
+  /**
+   * The same GET in any offered media type, body unread: for the streaming decoders and `download()`.
+   * The caller must consume or destroy `body` and then call `done()`.
+   */
+  async openPage(datasetId: string, queryId: string, options: RawPageRequest): Promise<HttpResponse> {
+    const start = checkInteger(options.start, 'start', 1);
+    const limit = checkInteger(options.limit, 'limit', 1);
+    return this.http.send({
+      method: 'GET',
+      segments: ['datasets', checkDatasetId(datasetId), 'query', checkQueryId(queryId)],
+      query: { start, limit },
+      accept: options.mediaType ?? MediaType.table,
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+  }
+
+  /** Releases the keep-alive connections. */
+  async close(): Promise<void> {
+    await this.http.close();
+  }
+
+  // The key lives in private fields; this keeps `console.log(client)` short and obviously key-free.
+  [inspect.custom](): string {
+    return `${this.constructor.name} { baseUrl: '${this.baseUrl}' }`;
+  }
+}

@@ -1,0 +1,285 @@
+/**
+ * One HTTP exchange with the service: URL building, headers, credentials, timeouts, abort, and turning
+ * statuses and socket failures into typed errors. Everything above speaks in paths and typed results.
+ */
+import { Agent, type Dispatcher, request } from 'undici';
+import {
+  AbortError,
+  AuthenticationError,
+  BadRequestError,
+  DqsError,
+  type HttpError,
+  type HttpErrorDetails,
+  NetworkError,
+  NotAcceptableError,
+  NotFoundError,
+  RateLimitedError,
+  type RequestInfo,
+  ResponseTooLargeError,
+  ServerError,
+  TimeoutError,
+} from '../core/errors.js';
+import { VERSION } from '../core/version.js';
+import type { NormalizedClientOptions } from './options.js';
+import { parseRetryAfter } from './retry-after.js';
+
+export interface HttpRequest {
+  readonly method: 'GET' | 'HEAD' | 'POST';
+  /** Path segments, each encoded here: never concatenated raw. A trailing '' gives a trailing slash. */
+  readonly segments: readonly string[];
+  readonly query?: Readonly<Record<string, string | number | undefined>>;
+  readonly accept: string;
+  readonly json?: unknown;
+  readonly signal?: AbortSignal | undefined;
+  readonly timeoutMs?: number | undefined;
+}
+
+/** A response whose headers arrived with an acceptable status; the body is still to be read. */
+export interface HttpResponse {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly body: Dispatcher.ResponseData['body'];
+  readonly info: RequestInfo;
+  /** Ends the request's timeout/abort wiring; call once the body is consumed or dropped. */
+  readonly done: () => void;
+  /** The signal that aborts this exchange (the caller's, or the timeout). */
+  readonly signal: AbortSignal;
+}
+
+const USER_AGENT = `dqs-client/${VERSION} node/${process.versions.node}`;
+
+export class HttpTransport {
+  readonly #options: NormalizedClientOptions;
+  readonly #dispatcher: Dispatcher;
+  readonly #ownsDispatcher: boolean;
+  #token: string | undefined;
+
+  constructor(options: NormalizedClientOptions) {
+    this.#options = options;
+    this.#ownsDispatcher = options.dispatcher === undefined;
+    this.#dispatcher =
+      options.dispatcher ??
+      new Agent({
+        connections: options.connections,
+        keepAliveTimeout: 10_000,
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
+      });
+  }
+
+  get baseUrl(): URL {
+    return this.#options.baseUrl;
+  }
+
+  url(segments: readonly string[], query?: HttpRequest['query']): URL {
+    const path = segments.map((s) => encodeURIComponent(s)).join('/');
+    const url = new URL(path, this.#options.baseUrl);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    return url;
+  }
+
+  async close(): Promise<void> {
+    if (this.#ownsDispatcher) await this.#dispatcher.close();
+  }
+
+  async #authorization(refresh: boolean): Promise<string | undefined> {
+    const provider = this.#options.token;
+    if (provider) {
+      if (refresh || this.#token === undefined) this.#token = await provider();
+      return this.#token;
+    }
+    return this.#options.apiKey;
+  }
+
+  /**
+   * Sends the request and resolves once headers arrive with a 2xx status; any other status rejects
+   * with a typed error (its small JSON body read for `message`). After a 401 with a `token` provider,
+   * the provider is asked again and the request repeated once.
+   */
+  async send(req: HttpRequest): Promise<HttpResponse> {
+    let res = await this.#sendOnce(req, false);
+    if (res.status === 401 && this.#options.token) {
+      await drain(res);
+      res = await this.#sendOnce(req, true);
+    }
+    if (res.status >= 200 && res.status < 300) return res;
+    throw await errorFromResponse(res);
+  }
+
+  async #sendOnce(req: HttpRequest, refreshToken: boolean): Promise<HttpResponse> {
+    const url = this.url(req.segments, req.query);
+    const info: RequestInfo = { method: req.method, url: url.href };
+    const timeoutMs = req.timeoutMs ?? this.#options.timeoutMs;
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(new TimeoutError(`${req.method} ${url.href}`, timeoutMs)),
+      timeoutMs,
+    );
+    // A caller's signal aborted with one of our errors (e.g. an overall TimeoutError) keeps that error.
+    const reasonOf = (signal: AbortSignal) =>
+      signal.reason instanceof DqsError
+        ? signal.reason
+        : new AbortError(`${req.method} ${url.href}`, { cause: signal.reason });
+    const onAbort = () => controller.abort(reasonOf(req.signal!));
+    const done = () => {
+      clearTimeout(timer);
+      req.signal?.removeEventListener('abort', onAbort);
+    };
+    if (req.signal?.aborted) {
+      done();
+      throw reasonOf(req.signal);
+    }
+    req.signal?.addEventListener('abort', onAbort, { once: true });
+
+    const headers: Record<string, string> = {
+      ...this.#options.headers,
+      accept: req.accept,
+      'x-api-version': this.#options.apiVersion,
+      'user-agent': USER_AGENT,
+    };
+    try {
+      const auth = await this.#authorization(refreshToken);
+      if (auth !== undefined) headers.authorization = `token ${auth}`;
+    } catch (cause) {
+      done();
+      throw new DqsError('DQS_AUTH', 'The `token` provider failed', { cause });
+    }
+    let body: string | null = null;
+    if (req.json !== undefined) {
+      body = JSON.stringify(req.json);
+      headers['content-type'] = 'application/json';
+    }
+    try {
+      const res = await request(url, {
+        method: req.method,
+        headers,
+        body,
+        signal: controller.signal,
+        dispatcher: this.#dispatcher,
+      });
+      return {
+        status: res.statusCode,
+        headers: res.headers,
+        body: res.body,
+        info,
+        done,
+        signal: controller.signal,
+      };
+    } catch (err) {
+      done();
+      throw translateError(err, info, controller.signal);
+    }
+  }
+
+  /** Sends and reads the whole body as text (bounded by `maxResponseBytes`). */
+  async text(req: HttpRequest): Promise<{ response: HttpResponse; text: string }> {
+    const response = await this.send(req);
+    try {
+      const buf = await readBounded(response, this.#options.maxResponseBytes);
+      return { response, text: buf.toString('utf8') };
+    } finally {
+      response.done();
+    }
+  }
+
+  get maxResponseBytes(): number {
+    return this.#options.maxResponseBytes;
+  }
+}
+
+/** Reads a body into one Buffer, failing fast past `maxBytes` instead of growing without bound. */
+export async function readBounded(response: HttpResponse, maxBytes: number): Promise<Buffer> {
+  const declared = Number(response.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    response.body.destroy();
+    throw new ResponseTooLargeError(response.info, maxBytes);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of response.body) {
+      size += (chunk as Buffer).length;
+      if (size > maxBytes) {
+        response.body.destroy();
+        throw new ResponseTooLargeError(response.info, maxBytes);
+      }
+      chunks.push(chunk as Buffer);
+    }
+  } catch (err) {
+    throw translateError(err, response.info, response.signal);
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+}
+
+async function drain(res: HttpResponse): Promise<void> {
+  try {
+    await res.body.dump();
+  } catch {
+    // a body we are discarding may fail; nothing depends on it
+  } finally {
+    res.done();
+  }
+}
+
+/** Maps undici/socket/abort failures onto our error classes. */
+export function translateError(err: unknown, info: RequestInfo, signal: AbortSignal): DqsError {
+  if (err instanceof DqsError) return err;
+  if (signal.aborted && signal.reason instanceof DqsError) return signal.reason;
+  const code = (err as { code?: string } | null)?.code;
+  const message = (err as Error | null)?.message ?? String(err);
+  if (
+    code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    code === 'UND_ERR_BODY_TIMEOUT' ||
+    code === 'UND_ERR_CONNECT_TIMEOUT'
+  ) {
+    return new TimeoutError(`${info.method} ${info.url}`, 0, { cause: err });
+  }
+  return new NetworkError(info, code ? `${code}: ${message}` : message, { cause: err });
+}
+
+function header(res: HttpResponse, name: string): string | undefined {
+  const v = res.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** Reads (at most 64 KiB of) an error body for its `message`, then builds the typed error. */
+export async function errorFromResponse(res: HttpResponse): Promise<HttpError> {
+  let serverMessage: string | undefined;
+  try {
+    const buf = await readBounded(res, 64 * 1024);
+    const text = buf.toString('utf8');
+    try {
+      const parsed = JSON.parse(text) as { message?: unknown };
+      if (typeof parsed?.message === 'string') serverMessage = parsed.message;
+    } catch {
+      if (text.trim()) serverMessage = text.trim().slice(0, 200);
+    }
+  } catch {
+    // the status alone still says what happened
+  } finally {
+    res.done();
+  }
+  const details: HttpErrorDetails = {
+    status: res.status,
+    method: res.info.method,
+    url: res.info.url,
+    serverMessage,
+  };
+  const retryAfterMs = parseRetryAfter(header(res, 'retry-after'));
+  switch (true) {
+    case res.status === 401 || res.status === 403:
+      return new AuthenticationError(details);
+    case res.status === 404:
+      return new NotFoundError(details);
+    case res.status === 406:
+      return new NotAcceptableError(details);
+    case res.status === 429:
+      return new RateLimitedError({ ...details, retryAfterMs });
+    case res.status >= 500:
+      return new ServerError({ ...details, retryAfterMs });
+    case res.status === 400 || res.status === 413 || res.status === 422:
+      return new BadRequestError(details);
+    default:
+      return new BadRequestError(details, 'DQS_HTTP');
+  }
+}

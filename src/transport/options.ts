@@ -1,0 +1,145 @@
+import type { Dispatcher } from 'undici';
+import { InvalidArgumentError } from '../core/errors.js';
+import { API_VERSION } from '../core/wire.js';
+
+/** Options of `new DatasetClient(options)`. Every member is optional. */
+export interface ClientOptions {
+  /**
+   * The service's base address; every path is relative to it, so a path prefix (`https://host/api`) is kept.
+   * @default process.env.DQS_BASE_URL
+   */
+  readonly baseUrl?: string | URL;
+  /**
+   * The access token sent as `Authorization: token <apiKey>`. Never logged, never part of an error.
+   * @default process.env.DQS_API_KEY
+   */
+  readonly apiKey?: string;
+  /**
+   * For tokens that expire: called before the first request and called again (once) after a 401,
+   * so any token issuer can be plugged in. Takes precedence over `apiKey`.
+   */
+  readonly token?: () => string | Promise<string>;
+  /** @default '20151130' */
+  readonly apiVersion?: string;
+  /**
+   * Per-request timeout in ms (headers and the whole body of buffered reads; for streamed bodies, the
+   * longest silence between two chunks).
+   * @default 60_000
+   */
+  readonly timeoutMs?: number;
+  /**
+   * Largest response body accepted, in bytes. A hostile or broken server cannot run us out of memory.
+   * @default 512 MiB
+   */
+  readonly maxResponseBytes?: number;
+  /** Keep-alive connections per origin. @default 8 */
+  readonly connections?: number;
+  /** Extra headers for every request (e.g. a proxy's). Cannot replace `Authorization`. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Sending a key over plain `http://` to a host other than loopback needs this opt-in. @default false */
+  readonly allowInsecureHttp?: boolean;
+  /** Use your own undici dispatcher (a proxy agent, a mock agent). `close()` then leaves it open. */
+  readonly dispatcher?: Dispatcher;
+}
+
+export interface NormalizedClientOptions {
+  readonly baseUrl: URL;
+  readonly token: (() => string | Promise<string>) | undefined;
+  readonly apiKey: string | undefined;
+  readonly apiVersion: string;
+  readonly timeoutMs: number;
+  readonly maxResponseBytes: number;
+  readonly connections: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly dispatcher: Dispatcher | undefined;
+}
+
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+function positiveInteger(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw new InvalidArgumentError(name, `Expected an integer >= 1, got ${String(value)} (${typeof value})`);
+  }
+  return value;
+}
+
+export function normalizeClientOptions(options: ClientOptions = {}): NormalizedClientOptions {
+  const rawBase = options.baseUrl ?? process.env.DQS_BASE_URL;
+  if (rawBase === undefined || rawBase === '') {
+    throw new InvalidArgumentError(
+      'baseUrl',
+      'Expected the service address, got nothing: pass `baseUrl` or set DQS_BASE_URL (or start the emulator: `dqs serve`)',
+    );
+  }
+  let baseUrl: URL;
+  try {
+    baseUrl = new URL(String(rawBase));
+  } catch {
+    throw new InvalidArgumentError(
+      'baseUrl',
+      `Expected an absolute http(s) URL, got ${JSON.stringify(String(rawBase))}`,
+    );
+  }
+  if (baseUrl.protocol !== 'http:' && baseUrl.protocol !== 'https:') {
+    throw new InvalidArgumentError('baseUrl', `Expected an http: or https: URL, got ${baseUrl.protocol}`);
+  }
+  if (baseUrl.username || baseUrl.password) {
+    throw new InvalidArgumentError('baseUrl', 'Expected no credentials in the URL: pass the key as `apiKey`');
+  }
+  // Paths are resolved relative to the base, so it must end with '/' or its last segment would be replaced.
+  if (!baseUrl.pathname.endsWith('/')) baseUrl.pathname += '/';
+  baseUrl.search = '';
+  baseUrl.hash = '';
+
+  if (options.token !== undefined && typeof options.token !== 'function') {
+    throw new InvalidArgumentError(
+      'token',
+      `Expected a function returning the token, got ${typeof options.token}`,
+    );
+  }
+  const apiKey = options.apiKey ?? process.env.DQS_API_KEY;
+  if (apiKey !== undefined && (typeof apiKey !== 'string' || /[\r\n]/.test(apiKey))) {
+    throw new InvalidArgumentError('apiKey', 'Expected a string without line breaks');
+  }
+  if (
+    baseUrl.protocol === 'http:' &&
+    !LOOPBACK.has(baseUrl.hostname) &&
+    !baseUrl.hostname.startsWith('127.') &&
+    options.allowInsecureHttp !== true &&
+    (apiKey || options.token)
+  ) {
+    throw new InvalidArgumentError(
+      'baseUrl',
+      `Refusing to send the API key over plain http:// to ${baseUrl.hostname}; use https:// or pass allowInsecureHttp: true`,
+    );
+  }
+  const apiVersion = options.apiVersion ?? API_VERSION;
+  if (typeof apiVersion !== 'string' || !/^\d{8}$/.test(apiVersion)) {
+    throw new InvalidArgumentError(
+      'apiVersion',
+      `Expected a date-shaped YYYYMMDD string, got ${String(apiVersion)}`,
+    );
+  }
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(options.headers ?? {})) {
+    if (k.toLowerCase() === 'authorization') {
+      throw new InvalidArgumentError(
+        'headers',
+        'Expected no Authorization header here: pass `apiKey` or `token`',
+      );
+    }
+    headers[k.toLowerCase()] = String(v);
+  }
+  return {
+    baseUrl,
+    token: options.token,
+    apiKey: apiKey === '' ? undefined : apiKey,
+    apiVersion,
+    timeoutMs: positiveInteger(options.timeoutMs, 'timeoutMs', 60_000),
+    maxResponseBytes: positiveInteger(options.maxResponseBytes, 'maxResponseBytes', 512 * 1024 * 1024),
+    connections: positiveInteger(options.connections, 'connections', 8),
+    headers,
+    dispatcher: options.dispatcher,
+  };
+}
