@@ -56,3 +56,5 @@ export {
 export type { StreamOptions } from './query/stream-options.js';
 export type { CallOptions, PageRequest, RawPageRequest } from './transport/endpoints.js';
 export type { ClientOptions } from './transport/options.js';
+export type { RateLimitOptions } from './transport/rate-limiter.js';
+export type { RetryEvent, RetryOptions } from './transport/retry.js';

@@ -142,9 +142,12 @@ export class ServerError extends HttpError {
 /** A request (or the whole operation) took longer than its timeout. */
 export class TimeoutError extends DqsError {
   readonly timeoutMs: number;
-  constructor(what: string, timeoutMs: number, options?: { cause?: unknown }) {
-    super('DQS_TIMEOUT', `${what} timed out after ${timeoutMs} ms`, options);
+  /** True for a caller's overall limit (not retried), false for one request's timeout. */
+  readonly overall: boolean;
+  constructor(what: string, timeoutMs: number, options?: { cause?: unknown; overall?: boolean }) {
+    super('DQS_TIMEOUT', `${what} timed out${timeoutMs > 0 ? ` after ${timeoutMs} ms` : ''}`, options);
     this.timeoutMs = timeoutMs;
+    this.overall = options?.overall ?? false;
   }
 }
 

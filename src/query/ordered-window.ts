@@ -34,6 +34,15 @@ export class OrderedWindow<T> {
     this.#queue = new PQueue({ concurrency: options.concurrency });
   }
 
+  /** Tasks allowed to run at once; can change while running (the stream steps down on 429s). */
+  get concurrency(): number {
+    return this.#queue.concurrency;
+  }
+
+  set concurrency(value: number) {
+    this.#queue.concurrency = Math.max(1, Math.floor(value));
+  }
+
   /** How many tasks have been started (for tests and progress). */
   get started(): number {
     return this.#scheduled;

@@ -11,6 +11,7 @@ import { decodeCsv, decodeXlsx, parseTablePage } from '../decode/index.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import { statusFromHeaders } from '../transport/endpoints.js';
 import { readBounded } from '../transport/http.js';
+import { type RetryEvent, withRetry } from '../transport/retry.js';
 import type { PageRange } from './page-plan.js';
 
 export type DecodableFormat = 'json' | 'csv' | 'xlsx';
@@ -26,6 +27,8 @@ export interface PageFetchContext {
   readonly plan: readonly ColumnPlan[];
   readonly maxResponseBytes: number;
   readonly timeoutMs?: number | undefined;
+  /** Told about each retried page request (the stream steps its concurrency down on 429s). */
+  readonly onRetry?: ((event: RetryEvent) => void) | undefined;
 }
 
 /** The rows of one planned page, in order, and the body bytes they took. */
@@ -51,6 +54,7 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
     mediaType: ctx.mediaType,
     signal,
     timeoutMs: ctx.timeoutMs,
+    retry: false,
   });
   try {
     if (ctx.format === 'json') {
@@ -99,7 +103,18 @@ export async function fetchPage(
     const sub = { start: next, limit: end - next };
     let piece: Piece;
     try {
-      piece = await fetchPiece(ctx, sub, signal);
+      // Retried as a whole (request, body and decode), so a body cut mid-way costs one more request,
+      // never a lost or repeated row: the rows of a failed attempt are dropped with it.
+      piece = await withRetry(
+        () => fetchPiece(ctx, sub, signal),
+        ctx.client.http.retryPolicy,
+        `GET page start=${sub.start} limit=${sub.limit}`,
+        signal,
+        (event) => {
+          ctx.client.http.reportRetry(event);
+          ctx.onRetry?.(event);
+        },
+      );
     } catch (err) {
       throw err instanceof DqsError ? atPage(err, sub) : err;
     }

@@ -15,10 +15,11 @@ import {
   planColumns,
   RecordBatchBuilder,
 } from '../convert/index.js';
-import { DqsError, TruncatedError } from '../core/errors.js';
+import { abortReason } from '../core/abortable.js';
+import { DqsError, RateLimitedError, TruncatedError } from '../core/errors.js';
 import type { FieldDescriptor } from '../core/wire.js';
 import type { EndpointClient } from '../transport/endpoints.js';
-import { abortReason } from './abortable.js';
+import type { RetryEvent } from '../transport/retry.js';
 import { OrderedWindow } from './ordered-window.js';
 import { fetchPage, type PageData } from './page-fetcher.js';
 import { planPages } from './page-plan.js';
@@ -57,6 +58,7 @@ export interface ProgressEvent {
 
 export interface ResultStreamEvents {
   progress: (event: ProgressEvent) => void;
+  retry: (event: RetryEvent) => void;
   truncated: (info: { total: number }) => void;
   schema: (schema: Schema) => void;
 }
@@ -76,6 +78,7 @@ export class ResultStream extends Readable {
   #source: ResultSource | undefined;
   #nextRow: number;
   #window: OrderedWindow<PageData> | undefined;
+  #calmPages = 0;
 
   /** @internal Use `result.stream()` or `client.stream()`. */
   constructor(resolve: (signal: AbortSignal) => Promise<ResultSource>, options: NormalizedStreamOptions) {
@@ -186,6 +189,14 @@ export class ResultStream extends Readable {
       plan,
       maxResponseBytes: source.maxResponseBytes,
       timeoutMs: opts.timeoutMs,
+      onRetry: (event: RetryEvent) => {
+        this.emit('retry', event);
+        // Throttled: halve the requests in flight; successful pages earn it back one step at a time.
+        if (event.error instanceof RateLimitedError && this.#window) {
+          this.#window.concurrency = Math.max(1, Math.floor(this.#window.concurrency / 2));
+          this.#calmPages = 0;
+        }
+      },
     };
     const window = new OrderedWindow<PageData>(pages.length, (i, s) => fetchPage(ctx, pages[i]!, s), {
       concurrency: opts.concurrency,
@@ -214,6 +225,10 @@ export class ResultStream extends Readable {
         bytes += page.bytes;
         pageCount++;
         this.#nextRow = page.range.start + page.rows.length;
+        if (window.concurrency < opts.concurrency && ++this.#calmPages >= 4) {
+          window.concurrency += 1;
+          this.#calmPages = 0;
+        }
         if (pageCount === pages.length) {
           const last = convert.finish();
           if (last) out.push(last);

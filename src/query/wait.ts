@@ -2,10 +2,11 @@
  * Creating a query and waiting for it: POST, then HEAD with exponential backoff and jitter (not a fixed
  * 1 s: a fast query is seen at once, a slow one is not hammered).
  */
+
+import { linkSignals, sleep } from '../core/abortable.js';
 import { TimeoutError } from '../core/errors.js';
 import type { QueryBody, QueryHandle, QueryStatus } from '../core/wire.js';
 import type { EndpointClient } from '../transport/endpoints.js';
-import { linkSignals, sleep } from './abortable.js';
 
 export interface WaitOptions {
   readonly signal?: AbortSignal | undefined;
@@ -34,7 +35,7 @@ export async function createAndWait(
   const { signal, dispose } = linkSignals(
     [options.signal],
     timeoutMs,
-    () => new TimeoutError(`Waiting for the query on ${datasetId}`, timeoutMs),
+    () => new TimeoutError(`Waiting for the query on ${datasetId}`, timeoutMs, { overall: true }),
   );
   try {
     const handle = await client.createQuery(datasetId, body, { signal });

@@ -2,6 +2,7 @@
  * `EndpointClient`: one typed method per endpoint of the spec, nothing more. The query lifecycle and
  * streaming (`DatasetClient.query()` / `.stream()`) are built on top of it in src/client.ts.
  */
+import { EventEmitter } from 'node:events';
 import { inspect } from 'node:util';
 import { ProtocolError } from '../core/errors.js';
 import {
@@ -76,11 +77,16 @@ export function statusFromHeaders(res: HttpResponse): QueryStatus {
   return { state, total, truncated, formats, httpStatus: res.status };
 }
 
-export class EndpointClient {
-  protected readonly http: HttpTransport;
+/**
+ * Events: `'retry'` (a `RetryEvent`) before each retried attempt, for logging. No event ever carries the key.
+ */
+export class EndpointClient extends EventEmitter {
+  /** @internal */
+  readonly http: HttpTransport;
 
   constructor(options: ClientOptions = {}) {
-    this.http = new HttpTransport(normalizeClientOptions(options));
+    super();
+    this.http = new HttpTransport(normalizeClientOptions(options), (event) => this.emit('retry', event));
   }
 
   /** The normalized base URL (always ending in '/'). */
@@ -186,7 +192,11 @@ export class EndpointClient {
    * The same GET in any offered media type, body unread: for the streaming decoders and `download()`.
    * The caller must consume or destroy `body` and then call `done()`.
    */
-  async openPage(datasetId: string, queryId: string, options: RawPageRequest): Promise<HttpResponse> {
+  async openPage(
+    datasetId: string,
+    queryId: string,
+    options: RawPageRequest & { readonly retry?: boolean },
+  ): Promise<HttpResponse> {
     const start = checkInteger(options.start, 'start', 1);
     const limit = checkInteger(options.limit, 'limit', 1);
     return this.http.send({
@@ -196,6 +206,7 @@ export class EndpointClient {
       accept: options.mediaType ?? MediaType.table,
       signal: options.signal,
       timeoutMs: options.timeoutMs,
+      ...(options.retry === false ? { retry: false } : {}),
     });
   }
 

@@ -21,6 +21,7 @@ import {
 } from '../core/errors.js';
 import { VERSION } from '../core/version.js';
 import type { NormalizedClientOptions } from './options.js';
+import { type RetryEvent, withRetry } from './retry.js';
 import { parseRetryAfter } from './retry-after.js';
 
 export interface HttpRequest {
@@ -32,6 +33,8 @@ export interface HttpRequest {
   readonly json?: unknown;
   readonly signal?: AbortSignal | undefined;
   readonly timeoutMs?: number | undefined;
+  /** `false` when the caller retries a larger unit itself (a page read including its body). */
+  readonly retry?: boolean;
 }
 
 /** A response whose headers arrived with an acceptable status; the body is still to be read. */
@@ -54,8 +57,11 @@ export class HttpTransport {
   readonly #ownsDispatcher: boolean;
   #token: string | undefined;
 
-  constructor(options: NormalizedClientOptions) {
+  readonly #onRetry: (event: RetryEvent) => void;
+
+  constructor(options: NormalizedClientOptions, onRetry: (event: RetryEvent) => void = () => {}) {
     this.#options = options;
+    this.#onRetry = onRetry;
     this.#ownsDispatcher = options.dispatcher === undefined;
     this.#dispatcher =
       options.dispatcher ??
@@ -97,6 +103,27 @@ export class HttpTransport {
    * the provider is asked again and the request repeated once.
    */
   async send(req: HttpRequest): Promise<HttpResponse> {
+    return this.#retrying(req, () => this.#sendChecked(req));
+  }
+
+  /** Runs `fn` under the client's retry policy unless the request opts out. */
+  #retrying<T>(req: HttpRequest, fn: () => Promise<T>): Promise<T> {
+    if (req.retry === false || this.#options.retry.retries === 0) return fn();
+    const what = `${req.method} ${this.url(req.segments, req.query).href}`;
+    return withRetry(fn, this.#options.retry, what, req.signal, this.#onRetry);
+  }
+
+  /** The retry policy, for callers that retry a larger unit of work themselves. */
+  get retryPolicy() {
+    return this.#options.retry;
+  }
+
+  /** Reports a retry done by a caller through the client's `'retry'` event. */
+  reportRetry(event: RetryEvent): void {
+    this.#onRetry(event);
+  }
+
+  async #sendChecked(req: HttpRequest): Promise<HttpResponse> {
     let res = await this.#sendOnce(req, false);
     if (res.status === 401 && this.#options.token) {
       await drain(res);
@@ -130,6 +157,14 @@ export class HttpTransport {
       throw reasonOf(req.signal);
     }
     req.signal?.addEventListener('abort', onAbort, { once: true });
+    if (this.#options.rateLimiter) {
+      try {
+        await this.#options.rateLimiter.take(controller.signal);
+      } catch (err) {
+        done();
+        throw translateError(err, info, controller.signal);
+      }
+    }
 
     const headers: Record<string, string> = {
       ...this.#options.headers,
@@ -173,13 +208,16 @@ export class HttpTransport {
 
   /** Sends and reads the whole body as text (bounded by `maxResponseBytes`). */
   async text(req: HttpRequest): Promise<{ response: HttpResponse; text: string }> {
-    const response = await this.send(req);
-    try {
-      const buf = await readBounded(response, this.#options.maxResponseBytes);
-      return { response, text: buf.toString('utf8') };
-    } finally {
-      response.done();
-    }
+    // The body read is inside the retried unit: a body cut short is retried like a reset.
+    return this.#retrying(req, async () => {
+      const response = await this.#sendChecked(req);
+      try {
+        const buf = await readBounded(response, this.#options.maxResponseBytes);
+        return { response, text: buf.toString('utf8') };
+      } finally {
+        response.done();
+      }
+    });
   }
 
   get maxResponseBytes(): number {

@@ -1,6 +1,8 @@
 import type { Dispatcher } from 'undici';
 import { InvalidArgumentError } from '../core/errors.js';
 import { API_VERSION } from '../core/wire.js';
+import { RateLimiter, type RateLimitOptions } from './rate-limiter.js';
+import { type NormalizedRetryOptions, normalizeRetryOptions, type RetryOptions } from './retry.js';
 
 /** Options of `new DatasetClient(options)`. Every member is optional. */
 export interface ClientOptions {
@@ -40,6 +42,14 @@ export interface ClientOptions {
   readonly allowInsecureHttp?: boolean;
   /** Use your own undici dispatcher (a proxy agent, a mock agent). `close()` then leaves it open. */
   readonly dispatcher?: Dispatcher;
+  /**
+   * Retries of transient failures (429, 500, 502, 503, 504, resets, timeouts, cut bodies) with backoff and
+   * full jitter; `false` turns them off. Listen to the client's `'retry'` event to log them.
+   * @default { retries: 4, minDelayMs: 250, maxDelayMs: 15_000, deadlineMs: 120_000 }
+   */
+  readonly retry?: RetryOptions | false;
+  /** Client-side quota shared by all requests, e.g. `{ requests: 20, intervalMs: 60_000 }`. @default off */
+  readonly rateLimit?: RateLimitOptions;
 }
 
 export interface NormalizedClientOptions {
@@ -52,6 +62,8 @@ export interface NormalizedClientOptions {
   readonly connections: number;
   readonly headers: Readonly<Record<string, string>>;
   readonly dispatcher: Dispatcher | undefined;
+  readonly retry: NormalizedRetryOptions;
+  readonly rateLimiter: RateLimiter | undefined;
 }
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
@@ -141,5 +153,7 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     connections: positiveInteger(options.connections, 'connections', 8),
     headers,
     dispatcher: options.dispatcher,
+    retry: normalizeRetryOptions(options.retry),
+    rateLimiter: options.rateLimit ? new RateLimiter(options.rateLimit) : undefined,
   };
 }

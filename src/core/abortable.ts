@@ -1,4 +1,4 @@
-import { AbortError } from '../core/errors.js';
+import { AbortError } from './errors.js';
 
 /** Resolves after `ms`, or rejects at once when `signal` aborts; leaves no timer behind either way. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -1,0 +1,109 @@
+/**
+ * Retries for idempotent requests (GET, HEAD, and the POST that creates a query: its id derives from the
+ * body, so repeating it cannot create a second query). Exponential backoff with full jitter, `Retry-After`
+ * honoured, bounded attempts and an overall deadline. Each retry is reported before its pause.
+ */
+
+import { sleep } from '../core/abortable.js';
+import {
+  DqsError,
+  InvalidArgumentError,
+  RateLimitedError,
+  ServerError,
+  TimeoutError,
+} from '../core/errors.js';
+
+export interface RetryOptions {
+  /** Further attempts after the first; 0 disables retries. @default 4 */
+  readonly retries?: number;
+  /** Base of the exponential backoff, in ms. @default 250 */
+  readonly minDelayMs?: number;
+  /** Longest pause between attempts, in ms (a longer `Retry-After` is still honoured, up to the deadline). @default 15_000 */
+  readonly maxDelayMs?: number;
+  /** Give up when the next attempt would start later than this many ms after the first. @default 120_000 */
+  readonly deadlineMs?: number;
+}
+
+export interface NormalizedRetryOptions {
+  readonly retries: number;
+  readonly minDelayMs: number;
+  readonly maxDelayMs: number;
+  readonly deadlineMs: number;
+}
+
+/** What a `'retry'` event carries. */
+export interface RetryEvent {
+  /** The attempt that failed, 1-based. */
+  readonly attempt: number;
+  /** The pause before the next attempt, in ms. */
+  readonly delayMs: number;
+  readonly error: DqsError;
+  /** What was being done, e.g. `GET https://…/query/<id>?start=1&limit=10000`. */
+  readonly what: string;
+}
+
+function nonNegativeInt(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    throw new InvalidArgumentError(
+      `retry.${name}`,
+      `Expected an integer >= 0, got ${String(value)} (${typeof value})`,
+    );
+  }
+  return value;
+}
+
+export function normalizeRetryOptions(options: RetryOptions | false | undefined): NormalizedRetryOptions {
+  if (options === false) return { retries: 0, minDelayMs: 0, maxDelayMs: 0, deadlineMs: 0 };
+  const o = options ?? {};
+  return {
+    retries: nonNegativeInt(o.retries, 'retries', 4),
+    minDelayMs: nonNegativeInt(o.minDelayMs, 'minDelayMs', 250),
+    maxDelayMs: nonNegativeInt(o.maxDelayMs, 'maxDelayMs', 15_000),
+    deadlineMs: nonNegativeInt(o.deadlineMs, 'deadlineMs', 120_000),
+  };
+}
+
+/** Transient failures: worth another attempt. Auth, 4xx, decode and protocol errors are not. */
+export function isRetryable(err: unknown): err is DqsError {
+  if (!(err instanceof DqsError)) return false;
+  if (err instanceof RateLimitedError) return true;
+  if (err instanceof ServerError) return [500, 502, 503, 504].includes(err.status);
+  // A per-request timeout is transient; an overall deadline the caller set is not ours to extend.
+  if (err instanceof TimeoutError) return err.timeoutMs >= 0 && !err.overall;
+  return err.code === 'DQS_NETWORK';
+}
+
+/** Full jitter: uniform in [0, min(max, base * 2^attempt)], but never below the server's Retry-After. */
+export function backoffDelay(
+  policy: NormalizedRetryOptions,
+  attempt: number,
+  err: DqsError,
+  random = Math.random,
+): number {
+  const cap = Math.min(policy.maxDelayMs, policy.minDelayMs * 2 ** (attempt - 1));
+  const jittered = Math.round(random() * cap);
+  const retryAfter = (err as { retryAfterMs?: number }).retryAfterMs;
+  return retryAfter !== undefined ? Math.max(retryAfter, jittered) : jittered;
+}
+
+export async function withRetry<T>(
+  run: (attempt: number) => Promise<T>,
+  policy: NormalizedRetryOptions,
+  what: string,
+  signal: AbortSignal | undefined,
+  onRetry: ((event: RetryEvent) => void) | undefined,
+): Promise<T> {
+  const startedAt = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run(attempt);
+    } catch (err) {
+      if (attempt > policy.retries || !isRetryable(err) || signal?.aborted) throw err;
+      const delayMs = backoffDelay(policy, attempt, err);
+      if (Date.now() - startedAt + delayMs > policy.deadlineMs) throw err;
+      onRetry?.({ attempt, delayMs, error: err, what });
+      await sleep(delayMs, signal);
+    }
+  }
+}
