@@ -1,0 +1,121 @@
+import type { WireValue } from '../../core/wire.js';
+import type { Rng } from '../random.js';
+import {
+  civilDay,
+  type DatasetDefinition,
+  dayText,
+  END_DAY,
+  field,
+  MS_PER_DAY,
+  type RowContext,
+  roundTo,
+  timestampText,
+} from './dataset.js';
+
+const FIRST_OPENING = civilDay(1985, 1, 1);
+const LAST_OPENING = civilDay(2024, 6, 30);
+
+type City = readonly [name: string, country: string, latitude: number, longitude: number];
+
+// biome-ignore format: table
+const CITIES: readonly City[] = [
+  ['New York', 'US', 40.7128, -74.006], ['Los Angeles', 'US', 34.0522, -118.2437], ['Chicago', 'US', 41.8781, -87.6298],
+  ['Houston', 'US', 29.7604, -95.3698], ['Austin', 'US', 30.2672, -97.7431], ['Seattle', 'US', 47.6062, -122.3321],
+  ['Miami', 'US', 25.7617, -80.1918], ['Denver', 'US', 39.7392, -104.9903], ['Boston', 'US', 42.3601, -71.0589],
+  ['Toronto', 'CA', 43.6532, -79.3832], ['Montréal', 'CA', 45.5019, -73.5674], ['London', 'GB', 51.5072, -0.1276],
+  ['Manchester', 'GB', 53.4808, -2.2426], ['Edinburgh', 'GB', 55.9533, -3.1883], ['Zürich', 'CH', 47.3769, 8.5417],
+  ['Genève', 'CH', 46.2044, 6.1432], ['München', 'DE', 48.1351, 11.582], ['Berlin', 'DE', 52.52, 13.405],
+  ['Paris', 'FR', 48.8566, 2.3522], ['Lyon', 'FR', 45.764, 4.8357], ['Stockholm', 'SE', 59.3293, 18.0686],
+  ['Göteborg', 'SE', 57.7089, 11.9746], ['Amsterdam', 'NL', 52.3676, 4.9041], ['Tokyo', 'JP', 35.6762, 139.6503],
+  ['大阪市', 'JP', 34.6937, 135.5023], ['Sydney', 'AU', -33.8688, 151.2093], ['Melbourne', 'AU', -37.8136, 144.9631],
+  ['São Paulo', 'BR', -23.5558, -46.6396], ['Ciudad de México', 'MX', 19.4326, -99.1332], ['Singapore', 'SG', 1.3521, 103.8198],
+];
+
+const CITIES_BY_COUNTRY = new Map<string, City[]>();
+for (const city of CITIES) {
+  const list = CITIES_BY_COUNTRY.get(city[1]) ?? [];
+  list.push(city);
+  CITIES_BY_COUNTRY.set(city[1], list);
+}
+
+// biome-ignore format: list
+const STREETS = [
+  'Main Street', 'Market St', 'High Street', 'Broadway', 'Oxford Street', 'Rue de Rivoli', 'Bahnhofstrasse',
+  'Orchard Road', 'Avenida Paulista', '銀座通り', 'King Street West', 'Drottninggatan', 'George Street',
+];
+
+export const storeLocations: DatasetDefinition = {
+  id: 'store_locations',
+  displayName: 'Store Locations',
+  summary: 'Physical locations (stores, branches, restaurants) with opening and closing dates.',
+  blogUrl: null,
+  salt: 0x53544f52,
+  // As the spec's second sample: no spreadsheets for this dataset.
+  formats: ['table', 'map', 'csv'],
+  lastDateUpdated: '2024-12-31T22:15:00Z',
+  // biome-ignore format: one descriptor per line
+  fields: [
+    field('ticker', 'Ticker', 'string', 'Company ticker, <market>:<identifier>.', { format: 'ticker', length: 64 }),
+    field('store_id', 'Store ID', 'string', "The company's own identifier of the location.", { length: 64 }),
+    field('name', 'Name', 'string', 'Name of the location as shown to customers.'),
+    field('address', 'Address', 'string', 'Street address; may span lines.', { length: 512 }),
+    field('city', 'City', 'string', 'City or town.', { length: 128 }),
+    field('country', 'Country', 'string', 'ISO 3166-1 alpha-2 country code.', { length: 2 }),
+    field('latitude', 'Latitude', 'number', 'WGS 84 latitude in degrees.'),
+    field('longitude', 'Longitude', 'number', 'WGS 84 longitude in degrees.'),
+    field('opened_date', 'Opened', 'date', 'Day the location opened.'),
+    field('closed_date', 'Closed', 'date', 'Day the location closed; null while open.'),
+    field('is_open', 'Open', 'boolean', 'Whether the location is open today.'),
+    field('updated_at', 'Updated At', 'datetime', 'When the record last changed.'),
+  ],
+
+  includes: (company) => company.stores > 0,
+
+  rowCount(company, rng) {
+    return Math.max(12, Math.floor(company.stores * (0.7 + 0.6 * rng.float())));
+  },
+
+  row(ctx: RowContext, rng: Rng): WireValue[] {
+    const { company } = ctx;
+    const span = LAST_OPENING - FIRST_OPENING;
+    // Openings spread over the years in index order, with jitter inside each slot.
+    const opened = FIRST_OPENING + Math.floor(((ctx.index + rng.float()) * span) / ctx.count);
+    const home = CITIES_BY_COUNTRY.get(company.entry.country);
+    const [city, country, lat, lng] = home && rng.chance(0.7) ? rng.pick(home) : rng.pick(CITIES);
+
+    const entity = company.entry.entities[0]!;
+    const name = rng.chance(0.2)
+      ? `${entity.display_name} – ${city} Centre`
+      : `${entity.display_name} ${city}`;
+    const street = `${rng.int(1, 2400)} ${rng.pick(STREETS)}`;
+    const roll = rng.float();
+    const address =
+      roll < 0.05
+        ? `Unit ${rng.int(1, 40)}\n${street}`
+        : roll < 0.35
+          ? `${street}, Suite ${rng.int(100, 999)}`
+          : street;
+
+    let closed: number | null = null;
+    if (rng.chance(0.12)) {
+      const day = opened + rng.int(365, 6000);
+      closed = day <= END_DAY ? day : null;
+    }
+    const updated = (END_DAY - rng.int(0, 365)) * MS_PER_DAY + rng.int(0, 86_399) * 1000;
+
+    return [
+      company.entry.id,
+      `${company.ident.toUpperCase()}-${String(ctx.index + 1).padStart(5, '0')}`,
+      name,
+      address,
+      city,
+      country,
+      roundTo(lat + (rng.float() - 0.5) * 0.3, 6),
+      roundTo(lng + (rng.float() - 0.5) * 0.3, 6),
+      dayText(opened),
+      closed === null ? null : dayText(closed),
+      closed === null,
+      timestampText(Math.max(updated, opened * MS_PER_DAY)),
+    ];
+  },
+};

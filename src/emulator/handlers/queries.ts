@@ -1,0 +1,137 @@
+import { MediaType } from '../../core/wire.js';
+import type { DatasetDefinition } from '../datasets/index.js';
+import { CONTENT_TYPES, serializePage } from '../formats/index.js';
+import { capText, quote } from '../messages.js';
+import { negotiate } from '../negotiate.js';
+import { checkQueryBody, computeQueryId } from '../query-body.js';
+import type { StoredQuery } from '../query-store.js';
+import { errorReply, HSTS, jsonReply, type Reply } from '../reply.js';
+import { planResult, planRows } from '../rows.js';
+import type { RouteRequest, ServiceState } from './context.js';
+
+const QUERY_ID = /^[0-9a-f]{64}$/;
+
+/** `POST /datasets/<id>/query/` */
+export async function createQuery(
+  dataset: DatasetDefinition,
+  req: RouteRequest,
+  state: ServiceState,
+): Promise<Reply> {
+  const read = await req.readBody();
+  if (!read.ok) {
+    return { ...errorReply(413, `request body exceeds ${state.options.maxBodyBytes} bytes`), close: true };
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(read.body.toString('utf8'));
+  } catch (err) {
+    return errorReply(
+      400,
+      `body is not valid JSON: ${capText(err instanceof Error ? err.message : String(err))}`,
+    );
+  }
+  const checked = checkQueryBody(parsed);
+  if (!checked.ok) return errorReply(400, checked.message);
+  const { seed, rowCap } = state.options;
+  const id = computeQueryId(dataset.id, checked.body, checked.tickers);
+  const query = state.queries.getOrCreate(id, () => ({
+    dataset,
+    plan: planResult(dataset, checked.tickers, seed, rowCap),
+  }));
+  const running = state.queries.stateOf(query) === 'running';
+  return jsonReply(200, {
+    id,
+    state: running ? 'running' : 'complete',
+    total: running ? 0 : query.plan.total,
+    formats: dataset.formats.map((f) => MediaType[f]),
+  });
+}
+
+/** Looks up `<query_id>` of `dataset`: 400 when malformed, 404 when unknown. */
+export function findQuery(dataset: DatasetDefinition, id: string, state: ServiceState): StoredQuery | Reply {
+  if (!QUERY_ID.test(id)) return errorReply(400, 'query id must be 64 lower-case hex characters');
+  const query = state.queries.get(id);
+  if (!query || query.dataset !== dataset)
+    return errorReply(404, `unknown query ${id} in dataset ${dataset.id}`);
+  return query;
+}
+
+/** X-State, X-Total, X-Truncated, X-Formats: on every response about an existing query. */
+function queryHeaders(query: StoredQuery, state: ServiceState): Record<string, string> {
+  const running = state.queries.stateOf(query) === 'running';
+  return {
+    ...HSTS,
+    'X-State': running ? 'running' : 'complete',
+    'X-Total': String(running ? 0 : query.plan.total),
+    'X-Truncated': String(!running && query.plan.truncated),
+    // Comma without a space; readers should split on "," and trim.
+    'X-Formats': query.dataset.formats.map((f) => MediaType[f]).join(','),
+  };
+}
+
+/** `HEAD /datasets/<id>/query/<qid>`: the check. Always `application/json`, as the spec's sample. */
+export function checkQuery(query: StoredQuery, state: ServiceState): Reply {
+  const running = state.queries.stateOf(query) === 'running';
+  return {
+    status: running ? state.options.runningStatus : 200,
+    headers: { ...queryHeaders(query, state), 'Content-Type': 'application/json' },
+    body: null,
+  };
+}
+
+function positiveInteger(name: string, raw: string | undefined, fallback: number): number | string {
+  if (raw === undefined) return fallback;
+  const value = /^[0-9]{1,16}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < 1) {
+    return `${name} must be an integer between 1 and ${Number.MAX_SAFE_INTEGER}, got ${quote(raw)}`;
+  }
+  return value;
+}
+
+/** `GET /datasets/<id>/query/<qid>?start&limit`, in the format `Accept` picks. */
+export async function readResults(
+  query: StoredQuery,
+  req: RouteRequest,
+  state: ServiceState,
+): Promise<Reply> {
+  const { options } = state;
+  const start = positiveInteger('start', req.query.start, 1);
+  if (typeof start === 'string') return errorReply(400, start);
+  const limit = positiveInteger('limit', req.query.limit, options.defaultPageSize);
+  if (typeof limit === 'string') return errorReply(400, limit);
+
+  const headers = queryHeaders(query, state);
+  const { dataset, plan } = query;
+  const format = negotiate(req.headers.accept, dataset.formats);
+  if (format === undefined) {
+    const offered = dataset.formats.map((f) => MediaType[f]).join(', ');
+    return errorReply(
+      406,
+      `Accept ${quote(req.headers.accept ?? '')} names no format this query offers; offered: ${offered}`,
+      headers,
+    );
+  }
+  if (state.queries.stateOf(query) === 'running') {
+    return errorReply(
+      409,
+      `query ${query.id} is still running; check it with HEAD until X-State is complete`,
+      headers,
+    );
+  }
+
+  const key = `${query.id}|${format}|${start}|${limit}`;
+  const body = await state.pages.get(key, () =>
+    serializePage(format, {
+      id: query.id,
+      state: 'complete',
+      total: plan.total,
+      start,
+      limit,
+      // Larger limits are clamped: the page echoes `limit`, `count` says what came.
+      rows: planRows(plan, start - 1, Math.min(limit, options.maxPageSize)),
+      fields: dataset.fields,
+      lastDateUpdated: dataset.lastDateUpdated,
+    }),
+  );
+  return { status: 200, headers: { ...headers, 'Content-Type': CONTENT_TYPES[format] }, body };
+}

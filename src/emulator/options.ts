@@ -1,0 +1,207 @@
+import { InvalidArgumentError } from '../core/errors.js';
+import { ROW_CAP } from '../core/wire.js';
+import type { FaultHook } from './faults.js';
+import { describeValue } from './messages.js';
+
+/** Options of `startEmulator`. Every member is optional. */
+export interface EmulatorOptions {
+  /**
+   * Interface to listen on.
+   * @default '127.0.0.1'
+   */
+  readonly host?: string;
+  /**
+   * TCP port; 0 picks a free one (read it back from `emulator.port`).
+   * @default 0
+   */
+  readonly port?: number;
+  /**
+   * The key clients must send as `Authorization: token <apiKey>`.
+   * @default 'demo'
+   */
+  readonly apiKey?: string;
+  /**
+   * Seed of the synthetic data, an integer 0 to 2^32 - 1. Same seed, same rows.
+   * @default 1
+   */
+  readonly seed?: number;
+  /**
+   * Row cap per query result; larger results are truncated (`X-Truncated: true`).
+   * @default 500000
+   */
+  readonly rowCap?: number;
+  /**
+   * Rows per page when a result GET has no `limit`.
+   * @default 1000
+   */
+  readonly defaultPageSize?: number;
+  /**
+   * Largest page served; a larger `limit` is clamped (the page echoes `limit`, `count` is smaller).
+   * @default 100000
+   */
+  readonly maxPageSize?: number;
+  /**
+   * How long a new query stays `running` before it is `complete`. 0 completes it at once, and the POST
+   * then answers `complete` with the total.
+   * @default 0
+   */
+  readonly queryDelayMs?: number;
+  /**
+   * Status of a HEAD check while the query is running: 200, or 202 as some deployments answer.
+   * @default 200
+   */
+  readonly runningStatus?: 200 | 202;
+  /**
+   * Path prefix of every endpoint, e.g. `'/api'`, so a base URL with a path is exercised. Requests
+   * outside it answer 404. `''` serves at the root.
+   * @default ''
+   */
+  readonly basePath?: string;
+  /**
+   * Largest accepted request body; larger answers 413.
+   * @default 1048576
+   */
+  readonly maxBodyBytes?: number;
+  /**
+   * How many serialized result pages to keep (LRU), so repeated reads cost no serialization. 0 disables.
+   * @default 64
+   */
+  readonly pageCacheSize?: number;
+  /**
+   * Byte budget of the page cache; least recently used pages are dropped beyond it.
+   * @default 268435456 (256 MiB)
+   */
+  readonly pageCacheBytes?: number;
+  /**
+   * Called for every request before routing; returns a fault to inject, or `undefined`.
+   * @default undefined (no faults)
+   */
+  readonly fault?: FaultHook;
+}
+
+/** Options with every default applied. */
+export interface NormalizedOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly apiKey: string;
+  readonly seed: number;
+  readonly rowCap: number;
+  readonly defaultPageSize: number;
+  readonly maxPageSize: number;
+  readonly queryDelayMs: number;
+  readonly runningStatus: 200 | 202;
+  readonly basePath: string;
+  readonly maxBodyBytes: number;
+  readonly pageCacheSize: number;
+  readonly pageCacheBytes: number;
+  readonly fault: FaultHook | undefined;
+}
+
+export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault'> = Object.freeze({
+  host: '127.0.0.1',
+  port: 0,
+  apiKey: 'demo',
+  seed: 1,
+  rowCap: ROW_CAP,
+  defaultPageSize: 1000,
+  maxPageSize: 100_000,
+  queryDelayMs: 0,
+  runningStatus: 200,
+  basePath: '',
+  maxBodyBytes: 1024 * 1024,
+  pageCacheSize: 64,
+  pageCacheBytes: 256 * 1024 * 1024,
+});
+
+const KNOWN = new Set<string>([...Object.keys(DEFAULT_OPTIONS), 'fault']);
+
+function fail(name: string, expected: string, value: unknown): never {
+  throw new InvalidArgumentError(name, `Expected ${expected}, got ${describeValue(value)}`);
+}
+
+function integer(name: string, value: unknown, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `between ${min} and ${max}`;
+    fail(name, `an integer ${range}`, value);
+  }
+  return value;
+}
+
+const BASE_PATH_SEGMENT = /^[A-Za-z0-9._~-]+$/;
+
+function basePath(value: unknown): string {
+  if (value === undefined) return DEFAULT_OPTIONS.basePath;
+  const expected = "'' or a path such as '/api' (segments of letters, digits, '.', '_', '~', '-')";
+  if (typeof value !== 'string') fail('basePath', expected, value);
+  const trimmed = value.endsWith('/') ? value.slice(0, -1) : value;
+  if (trimmed === '') return '';
+  const segments = trimmed.split('/');
+  const valid =
+    trimmed.startsWith('/') &&
+    segments.slice(1).every((s) => BASE_PATH_SEGMENT.test(s) && s !== '.' && s !== '..');
+  if (!valid) fail('basePath', expected, value);
+  return trimmed;
+}
+
+/** Applies defaults and validates, without touching the caller's object. */
+export function normalizeOptions(options: EmulatorOptions = {}): NormalizedOptions {
+  if (options === null || typeof options !== 'object') fail('options', 'an object', options);
+  for (const key of Object.keys(options)) {
+    if (!KNOWN.has(key)) {
+      throw new InvalidArgumentError(key, `Unknown emulator option; known: ${[...KNOWN].join(', ')}`);
+    }
+  }
+  const d = DEFAULT_OPTIONS;
+  const host = options.host ?? d.host;
+  if (typeof host !== 'string' || host === '') fail('host', 'a non-empty string', host);
+  const apiKey = options.apiKey ?? d.apiKey;
+  // The key travels in a header: it must be a non-empty token without whitespace or control characters.
+  if (typeof apiKey !== 'string' || !/^[\x21-\x7e]+$/.test(apiKey)) {
+    fail(
+      'apiKey',
+      'a non-empty string of visible ASCII characters',
+      typeof apiKey === 'string' ? '(redacted)' : apiKey,
+    );
+  }
+  const maxPageSize = integer('maxPageSize', options.maxPageSize, d.maxPageSize, 1, Number.MAX_SAFE_INTEGER);
+  const defaultPageSize = integer(
+    'defaultPageSize',
+    options.defaultPageSize,
+    d.defaultPageSize,
+    1,
+    maxPageSize,
+  );
+  const runningStatus = options.runningStatus ?? d.runningStatus;
+  if (runningStatus !== 200 && runningStatus !== 202) fail('runningStatus', '200 or 202', runningStatus);
+  const fault = options.fault;
+  if (fault !== undefined && typeof fault !== 'function') fail('fault', 'a function or undefined', fault);
+  return {
+    host,
+    port: integer('port', options.port, d.port, 0, 65535),
+    apiKey,
+    seed: integer('seed', options.seed, d.seed, 0, 0xffffffff),
+    rowCap: integer('rowCap', options.rowCap, d.rowCap, 1, Number.MAX_SAFE_INTEGER),
+    defaultPageSize,
+    maxPageSize,
+    queryDelayMs: integer('queryDelayMs', options.queryDelayMs, d.queryDelayMs, 0, 2_147_483_647),
+    runningStatus,
+    basePath: basePath(options.basePath),
+    maxBodyBytes: integer('maxBodyBytes', options.maxBodyBytes, d.maxBodyBytes, 1, Number.MAX_SAFE_INTEGER),
+    pageCacheSize: integer(
+      'pageCacheSize',
+      options.pageCacheSize,
+      d.pageCacheSize,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
+    pageCacheBytes: integer(
+      'pageCacheBytes',
+      options.pageCacheBytes,
+      d.pageCacheBytes,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
+    fault,
+  };
+}

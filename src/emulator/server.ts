@@ -1,0 +1,279 @@
+/**
+ * The emulator's HTTP server: request log, fault hook, routing, transmission. No input may crash it:
+ * every request runs inside one try/catch and malformed HTTP is answered by `clientError`.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { checkFault, type Fault } from './faults.js';
+import type { BodyResult, RouteRequest, ServiceState } from './handlers/context.js';
+import { capText, quote } from './messages.js';
+import { type EmulatorOptions, type NormalizedOptions, normalizeOptions } from './options.js';
+import { PageCache } from './page-cache.js';
+import { QueryStore } from './query-store.js';
+import { errorReply, HSTS, jsonReply, type Reply } from './reply.js';
+import { route } from './routes.js';
+import { parseTarget } from './target.js';
+import { transmit } from './transmit.js';
+
+/** One request as the emulator saw it. */
+export interface RequestRecord {
+  /** 1-based number among all requests received (keeps counting across `resetRequests`). */
+  readonly n: number;
+  readonly method: string;
+  /** Path relative to `basePath` as sent (percent-encoded); the full path when outside `basePath`. */
+  readonly path: string;
+  /** Decoded query parameters, first value of each name (`{}` when malformed). */
+  readonly query: Readonly<Record<string, string>>;
+  /** The `Accept` header, or null when absent. */
+  readonly accept: string | null;
+  /** Status answered; null until the headers go out (and for ever when the fault was `reset`). */
+  status: number | null;
+  /** When the request arrived, ms since the epoch. */
+  readonly at: number;
+}
+
+/** A running emulator. */
+export interface Emulator {
+  /** Base URL including `basePath`, no trailing slash, e.g. `http://127.0.0.1:41234/api`. */
+  readonly url: string;
+  readonly apiKey: string;
+  readonly port: number;
+  readonly host: string;
+  /** Every request received, in arrival order; appended on arrival, `status` filled when answered. */
+  readonly requests: readonly RequestRecord[];
+  /** Empties `requests` (the same array). */
+  resetRequests(): void;
+  /** Stops listening, closes every connection (keep-alive ones too), cancels delays; idempotent. */
+  close(): Promise<void>;
+}
+
+function urlHost(host: string): string {
+  const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return reachable.includes(':') ? `[${reachable}]` : reachable;
+}
+
+function faultReply(fault: Extract<Fault, { kind: 'status' }>): Reply {
+  if (fault.body === undefined) {
+    return errorReply(fault.status, `injected fault: ${fault.status}`, fault.headers ?? {});
+  }
+  if (typeof fault.body === 'string') {
+    return {
+      status: fault.status,
+      headers: { ...HSTS, 'Content-Type': 'text/plain; charset=utf-8', ...fault.headers },
+      body: Buffer.from(fault.body, 'utf8'),
+    };
+  }
+  return jsonReply(fault.status, fault.body, fault.headers ?? {});
+}
+
+function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyResult> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) return Promise.resolve({ ok: false, tooLarge: true });
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        cleanup();
+        // Stop reading; the reply closes the connection instead of draining the rest.
+        req.pause();
+        resolve({ ok: false, tooLarge: true });
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve({ ok: true, body: Buffer.concat(chunks) });
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(err);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+  });
+}
+
+class EmulatorServer implements Emulator {
+  readonly #options: NormalizedOptions;
+  readonly #state: ServiceState;
+  readonly #server = createServer();
+  readonly #requests: RequestRecord[] = [];
+  /** Aborted by `close()`: cancels fault delays and trickles so nothing outlives the server. */
+  readonly #closing = new AbortController();
+  #received = 0;
+  #closed: Promise<void> | undefined;
+  #port = 0;
+
+  constructor(options: NormalizedOptions) {
+    this.#options = options;
+    this.#state = {
+      options,
+      queries: new QueryStore(options.queryDelayMs),
+      pages: new PageCache(options.pageCacheSize, options.pageCacheBytes),
+    };
+    this.#server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      this.#handle(req, res).catch(() => res.destroy());
+    });
+    this.#server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+      if (!socket.writable || err.code === 'ECONNRESET') {
+        socket.destroy();
+        return;
+      }
+      const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+      const body = JSON.stringify({
+        message: status === 431 ? 'request headers too large' : 'malformed HTTP request',
+      });
+      socket.end(
+        `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    });
+  }
+
+  get url(): string {
+    return `http://${urlHost(this.#options.host)}:${this.#port}${this.#options.basePath}`;
+  }
+
+  get apiKey(): string {
+    return this.#options.apiKey;
+  }
+
+  get port(): number {
+    return this.#port;
+  }
+
+  get host(): string {
+    return this.#options.host;
+  }
+
+  get requests(): readonly RequestRecord[] {
+    return this.#requests;
+  }
+
+  resetRequests(): void {
+    this.#requests.length = 0;
+  }
+
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(this.#options.port, this.#options.host, () => {
+        this.#server.off('error', reject);
+        resolve();
+      });
+    });
+    this.#port = (this.#server.address() as AddressInfo).port;
+  }
+
+  close(): Promise<void> {
+    this.#closed ??= new Promise<void>((resolve) => {
+      this.#closing.abort();
+      this.#server.close(() => resolve());
+      this.#server.closeAllConnections();
+    });
+    return this.#closed;
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    res.on('error', () => {}); // writes after a client hang-up must not become uncaught errors
+    const { options } = this.#state;
+    const method = req.method ?? '';
+    const target = parseTarget(req.url ?? '/', options.basePath);
+    const record: RequestRecord = {
+      n: ++this.#received,
+      method,
+      path: target.path,
+      query: target.query ?? {},
+      accept: req.headers.accept ?? null,
+      status: null,
+      at: Date.now(),
+    };
+    this.#requests.push(record);
+    const signal = this.#closing.signal;
+
+    try {
+      let reply: Reply | undefined;
+      let fault: Fault | undefined;
+      if (options.fault) {
+        try {
+          const checked = checkFault(
+            await options.fault({
+              method,
+              path: target.path,
+              query: record.query,
+              headers: req.headers,
+              requestNumber: record.n,
+            }),
+          );
+          if ('error' in checked)
+            reply = errorReply(500, `fault hook returned an invalid fault: ${checked.error}`);
+          else fault = checked.fault;
+        } catch (err) {
+          reply = errorReply(
+            500,
+            `fault hook threw: ${capText(err instanceof Error ? err.message : String(err))}`,
+          );
+        }
+      }
+      if (fault?.kind === 'delay') await sleep(fault.ms, undefined, { signal });
+      if (fault?.kind === 'reset') {
+        req.socket.resetAndDestroy();
+        return;
+      }
+      if (fault?.kind === 'status') reply = faultReply(fault);
+      reply ??= await this.#route(req, target);
+      if (signal.aborted) throw signal.reason;
+      record.status = reply.status;
+      await transmit(res, reply, fault, signal);
+    } catch (err) {
+      if (signal.aborted || res.headersSent) {
+        res.destroy();
+        return;
+      }
+      const message = `internal emulator error: ${capText(err instanceof Error ? err.message : String(err))}`;
+      record.status = 500;
+      await transmit(res, errorReply(500, message), undefined, signal);
+    }
+  }
+
+  #route(req: IncomingMessage, target: ReturnType<typeof parseTarget>): Promise<Reply> | Reply {
+    const { options } = this.#state;
+    if (target.segments === undefined || target.query === undefined) {
+      return errorReply(400, 'malformed request target: bad percent-encoding or not an absolute path');
+    }
+    if (!target.insideBase) {
+      return errorReply(404, `no endpoint at ${quote(target.path)}; this emulator serves under ${options.basePath}/`);
+    }
+    const routeRequest: RouteRequest = {
+      method: req.method ?? '',
+      query: target.query,
+      headers: req.headers,
+      readBody: () => readBody(req, options.maxBodyBytes),
+    };
+    return route(target.segments, routeRequest, this.#state);
+  }
+}
+
+/**
+ * Starts a local, spec-faithful Dataset Query Service with deterministic synthetic data.
+ *
+ * @example
+ * const emu = await startEmulator({ apiKey: 'demo' });
+ * const res = await fetch(`${emu.url}/datasets/`, { headers: { Authorization: `token ${emu.apiKey}` } });
+ * await emu.close();
+ */
+export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
+  const server = new EmulatorServer(normalizeOptions(options));
+  await server.listen();
+  return server;
+}
