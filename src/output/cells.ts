@@ -1,0 +1,119 @@
+/**
+ * Reading Arrow cells as text-ready values, shared by the CSV and JSONL writers.
+ *
+ * Dates become `YYYY-MM-DD` and timestamps ISO-8601 UTC (`2024-02-29T12:00:00.000Z`) here, once, so both
+ * text formats agree. The column types `RecordBatchBuilder` produces (Utf8, Dictionary<Utf8>, Float64,
+ * DateDay, Timestamp, Bool) read their buffers directly: `Vector.get()` decodes every string and every
+ * dictionary entry again, which costs more than the rest of the writer. Any other type goes through
+ * `Vector.get()`, so batches from elsewhere (a Parquet reader, `tableFromArrays`) still write correctly.
+ */
+import { type Data, DataType, DateUnit, type RecordBatch, type Vector } from 'apache-arrow';
+
+/** A cell ready for text output. Numbers may be non-finite; each writer decides how to spell those. */
+export type Cell = string | number | boolean | null;
+
+/** Reads row `index` (0-based, within the batch) of one column. */
+export type CellReader = (index: number) => Cell;
+
+const MS_PER_DAY = 86_400_000;
+
+/** `YYYY-MM-DD` of a day count since 1970-01-01 (UTC, proleptic Gregorian). */
+export function isoDate(days: number): string {
+  return isoTimestamp(days * MS_PER_DAY).slice(0, 10);
+}
+
+/** ISO-8601 UTC with milliseconds, as `Date#toJSON` writes it; out-of-range values keep their number. */
+export function isoTimestamp(ms: number): string {
+  const d = new Date(ms);
+  return Number.isNaN(d.getTime()) ? String(ms) : d.toISOString();
+}
+
+/** One reader per column of `batch`, in schema order. */
+export function cellReaders(batch: RecordBatch): CellReader[] {
+  const readers: CellReader[] = [];
+  for (let c = 0; c < batch.numCols; c++) {
+    const vector = batch.getChildAt(c);
+    const data = batch.data.children[c];
+    if (!vector || !data) throw new Error(`batch column ${c} has no data`);
+    readers.push(withNulls(data, readerFor(data, vector)));
+  }
+  return readers;
+}
+
+function withNulls(data: Data, read: CellReader): CellReader {
+  if (data.nullCount === 0) return read;
+  return (i) => (data.getValid(i) ? read(i) : null);
+}
+
+// Decoded dictionaries, by dictionary vector: a few hundred tickers are decoded once per batch, not per row.
+const decodedDictionaries = new WeakMap<Vector, readonly Cell[]>();
+
+function dictionaryCells(dictionary: Vector): readonly Cell[] {
+  let cells = decodedDictionaries.get(dictionary);
+  if (!cells) {
+    const type = dictionary.type as DataType;
+    cells = Array.from({ length: dictionary.length }, (_, i) => toCell(dictionary.get(i), type));
+    decodedDictionaries.set(dictionary, cells);
+  }
+  return cells;
+}
+
+function readerFor(data: Data, vector: Vector): CellReader {
+  const type = data.type as DataType;
+  if (DataType.isDictionary(type) && data.dictionary) {
+    const keys = data.values as ArrayLike<number | bigint>;
+    const cells = dictionaryCells(data.dictionary);
+    return (i) => cells[Number(keys[i])] ?? null;
+  }
+  if (DataType.isUtf8(type)) {
+    const values = data.values as Uint8Array;
+    const offsets = data.valueOffsets as Int32Array;
+    const bytes = Buffer.from(values.buffer, values.byteOffset, values.byteLength);
+    return (i) => bytes.toString('utf8', offsets[i], offsets[i + 1]);
+  }
+  if (
+    DataType.isFloat(type) &&
+    (data.values instanceof Float64Array || data.values instanceof Float32Array)
+  ) {
+    const values = data.values;
+    return (i) => values[i] ?? null;
+  }
+  if (DataType.isDate(type)) {
+    const days = type.unit === DateUnit.DAY ? (data.values as Int32Array) : undefined;
+    if (days) return (i) => isoDate(days[i] ?? 0);
+    // Date64 is milliseconds at midnight: `get()` gives the milliseconds.
+    return (i) => isoDate(Math.floor(Number(vector.get(i)) / MS_PER_DAY));
+  }
+  if (DataType.isTimestamp(type)) {
+    // `get()` gives epoch milliseconds for every unit; Arrow's `timezone` says what the instant means,
+    // and the value is an instant either way, so it is written in UTC.
+    return (i) => isoTimestamp(Number(vector.get(i)));
+  }
+  return (i) => toCell(vector.get(i), type);
+}
+
+/** Any value `Vector.get()` returns, as a cell. */
+export function toCell(value: unknown, type?: DataType): Cell {
+  if (value === null || value === undefined) return null;
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value;
+    case 'number':
+      if (type && DataType.isDate(type)) return isoDate(Math.floor(value / MS_PER_DAY));
+      if (type && DataType.isTimestamp(type)) return isoTimestamp(value);
+      return value;
+    case 'bigint':
+      // Beyond 2^53 a JS number would silently round: keep the exact digits as text.
+      return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)
+        ? Number(value)
+        : value.toString();
+    default:
+      break;
+  }
+  if (value instanceof Date) return value.toISOString();
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
+  // Nested types (struct, list, map) keep their structure as JSON text.
+  const json = (value as { toJSON?: () => unknown }).toJSON?.() ?? value;
+  return JSON.stringify(json, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+}

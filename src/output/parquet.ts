@@ -1,0 +1,156 @@
+/**
+ * `toParquet()`: a Duplex from `RecordBatch`es to Parquet bytes, through parquet-wasm (Rust's `parquet`
+ * crate compiled to WebAssembly: no native build, the .wasm ships in the package and loads from disk).
+ *
+ * Streaming, with bounded memory: each incoming batch crosses into WebAssembly as an Arrow IPC message
+ * and goes into parquet-wasm's `transformParquetStream`, which writes a row group every `rowGroupSize`
+ * rows and hands its bytes out at once. So at most one row group (encoded) plus one batch in flight is held,
+ * however long the result. Batches are pulled only as the writer asks for them, and bytes are produced
+ * only as the consumer reads, so backpressure reaches the result stream (and from there the network).
+ *
+ * Types: Utf8 → BYTE_ARRAY (UTF8), Dictionary<Utf8> → the same, dictionary-encoded, Float64 → DOUBLE,
+ * Bool → BOOLEAN, DateDay → DATE, Timestamp(ms, UTC) → TIMESTAMP(MILLIS, isAdjustedToUTC). The Arrow schema
+ * (with the field metadata) is stored too, so Arrow readers get the dictionary type back.
+ *
+ * @example await pipeline(client.stream('job_listings'), toParquet(), createWriteStream('jobs.parquet'));
+ */
+import { Duplex } from 'node:stream';
+import { type RecordBatch, Table, tableToIPC } from 'apache-arrow';
+import {
+  Compression,
+  transformParquetStream,
+  type RecordBatch as WasmRecordBatch,
+  Table as WasmTable,
+  WriterPropertiesBuilder,
+} from 'parquet-wasm';
+import { InvalidArgumentError, safeRepr } from '../core/errors.js';
+import { VERSION } from '../core/version.js';
+
+export type ParquetCompression = 'zstd' | 'snappy' | 'gzip' | 'none';
+
+export interface ParquetOptions {
+  /** Column compression. @default 'zstd' */
+  readonly compression?: ParquetCompression;
+  /**
+   * Rows per row group (minimum 1). The writer holds one row group in memory before writing it out,
+   * so this bounds memory; readers parallelise over row groups.
+   * @default 65_536
+   */
+  readonly rowGroupSize?: number;
+}
+
+const CODECS: Readonly<Record<ParquetCompression, Compression>> = {
+  zstd: Compression.ZSTD,
+  snappy: Compression.SNAPPY,
+  gzip: Compression.GZIP,
+  none: Compression.UNCOMPRESSED,
+};
+
+interface NormalizedParquetOptions {
+  readonly compression: Compression;
+  readonly rowGroupSize: number;
+}
+
+function normalizeParquetOptions(options: ParquetOptions): NormalizedParquetOptions {
+  const compression = options.compression ?? 'zstd';
+  if (!Object.hasOwn(CODECS, compression)) {
+    throw new InvalidArgumentError(
+      'compression',
+      `Expected one of ${Object.keys(CODECS).join(', ')}, got ${safeRepr(compression)}`,
+    );
+  }
+  const rowGroupSize = options.rowGroupSize ?? 65_536;
+  if (!Number.isInteger(rowGroupSize) || rowGroupSize < 1) {
+    throw new InvalidArgumentError(
+      'rowGroupSize',
+      `Expected an integer >= 1, got ${safeRepr(rowGroupSize)} (${typeof rowGroupSize})`,
+    );
+  }
+  return { compression: CODECS[compression], rowGroupSize };
+}
+
+/** The batch as WebAssembly-side batches (one, or none for a 0-row batch). */
+function toWasm(batch: RecordBatch): WasmRecordBatch[] {
+  const table = WasmTable.fromIPCStream(tableToIPC(new Table(batch.schema, [batch]), 'stream'));
+  try {
+    return table.recordBatches();
+  } finally {
+    table.free();
+  }
+}
+
+/** Rust errors arrive as strings or plain values; streams want Errors. */
+function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(`Parquet writer: ${String(err)}`);
+}
+
+export function toParquet(options: ParquetOptions = {}): Duplex {
+  const { compression, rowGroupSize } = normalizeParquetOptions(options);
+  return Duplex.from(async function* (source: AsyncIterable<RecordBatch>) {
+    const batches = source[Symbol.asyncIterator]();
+    // The writer takes its schema from the first batch, so there must be one, even with no rows.
+    const head = await batches.next();
+    if (head.done) {
+      throw new InvalidArgumentError(
+        'input',
+        'Expected at least one RecordBatch (it carries the schema), got none',
+      );
+    }
+    const first: RecordBatch = head.value;
+    let pending: RecordBatch | undefined = first;
+    let sent = 0;
+    const input = new ReadableStream<WasmRecordBatch>(
+      {
+        async pull(controller) {
+          for (;;) {
+            const batch = pending ?? (await nextOrUndefined(batches));
+            pending = undefined;
+            if (batch === undefined) {
+              if (sent === 0) controller.enqueue(emptyBatch(first));
+              controller.close();
+              return;
+            }
+            if (batch.numRows === 0) continue;
+            const wasm = toWasm(batch);
+            for (const b of wasm) controller.enqueue(b);
+            sent += wasm.length;
+            if (wasm.length > 0) return;
+          }
+        },
+        async cancel() {
+          await batches.return?.();
+        },
+      },
+      // Pull a batch only when the writer asks for one: nothing queues up on this side.
+      { highWaterMark: 0 },
+    );
+    const properties = new WriterPropertiesBuilder()
+      .setCompression(compression)
+      .setMaxRowGroupSize(rowGroupSize)
+      .setCreatedBy(`dqs-client ${VERSION} (parquet-wasm)`)
+      .build();
+    try {
+      const output: ReadableStream<Uint8Array> = await transformParquetStream(input, properties);
+      for await (const chunk of output) yield chunk;
+    } catch (err) {
+      throw asError(err);
+    }
+  });
+}
+
+async function nextOrUndefined<T>(it: AsyncIterator<T>): Promise<T | undefined> {
+  const next = await it.next();
+  return next.done ? undefined : next.value;
+}
+
+/** A 0-row WebAssembly batch with `batch`'s schema, for results with no rows. */
+function emptyBatch(batch: RecordBatch): WasmRecordBatch {
+  const table = WasmTable.fromIPCStream(tableToIPC(new Table(batch.schema, [batch.slice(0, 0)]), 'stream'));
+  try {
+    const [b] = table.recordBatches();
+    if (!b) throw new Error('Parquet writer: could not make an empty batch for the schema');
+    return b;
+  } finally {
+    table.free();
+  }
+}

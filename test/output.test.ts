@@ -1,0 +1,206 @@
+/**
+ * The file writers (`toCsv`, `toJsonl`, `toParquet`) on batches built the way a result stream builds them,
+ * each output read back by a reader we did not write: csv-parse, JSON.parse, DuckDB.
+ */
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { DuckDBInstance } from '@duckdb/node-api';
+import type { RecordBatch } from 'apache-arrow';
+import { parse } from 'csv-parse/sync';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { planColumns, RecordBatchBuilder } from '../src/convert/index.js';
+import { InvalidArgumentError } from '../src/core/errors.js';
+import type { FieldDescriptor, WireValue } from '../src/core/wire.js';
+import { toCsv } from '../src/output/csv.js';
+import { toJsonl } from '../src/output/jsonl.js';
+import { toParquet } from '../src/output/parquet.js';
+
+function field(id: string, type: string, format: string | null = null): FieldDescriptor {
+  return { id, display_name: id, summary: '', type, format, metric: false, length: 0, options: [] };
+}
+
+const FIELDS = [
+  field('ticker', 'string', 'ticker'),
+  field('title', 'string'),
+  field('posted', 'date'),
+  field('seen', 'datetime'),
+  field('salary', 'number'),
+  field('remote', 'boolean'),
+];
+
+// Awkward text on purpose: commas, quotes, line breaks, non-ASCII, empty string next to null.
+const ROWS: WireValue[][] = [
+  ['nasdaq:aapl', 'Engineer, "Platform" Team', '20240229', '20240229T123456Z', 120000, true],
+  ['nyse:ibm', 'Line one\nline two', '19991231', '20000101T000000Z', 55000.5, false],
+  ['nasdaq:aapl', '', null, null, null, null],
+  ['private:acme', null, '20240101', '20240101T235959Z', 0, true],
+  ['nyse:ibm', 'Ingénieur Données – Zürich ☕', '20230615', '20230615T080000Z', -1.25, false],
+];
+
+/** Batches from one builder (one growing ticker dictionary), `perBatch` rows each. */
+function batches(rows: WireValue[][], perBatch: number): RecordBatch[] {
+  const builder = new RecordBatchBuilder(planColumns(FIELDS));
+  const out: RecordBatch[] = [];
+  for (let i = 0; i < rows.length; i += perBatch) {
+    builder.appendRows(rows.slice(i, i + perBatch), i + 1);
+    out.push(builder.flush());
+  }
+  if (out.length === 0) out.push(builder.flush());
+  return out;
+}
+
+async function write(input: RecordBatch[], writer: NodeJS.ReadWriteStream, path: string): Promise<void> {
+  await pipeline(Readable.from(input, { objectMode: true }), writer, createWriteStream(path));
+}
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'dqs-output-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('toCsv', () => {
+  it('writes RFC 4180 with a header, ISO dates, and "" apart from null; csv-parse reads it back', async () => {
+    const path = join(dir, 'a.csv');
+    await write(batches(ROWS, 2), toCsv(), path);
+    const text = await readFile(path, 'utf8');
+    expect(text.startsWith('ticker,title,posted,seen,salary,remote\r\n')).toBe(true);
+    expect(text.split('\r\n')[3]).toBe('nasdaq:aapl,"",,,,');
+    const records = parse(text, { columns: true, relax_column_count: false }) as Record<string, string>[];
+    expect(records).toHaveLength(ROWS.length);
+    expect(records[0]).toEqual({
+      ticker: 'nasdaq:aapl',
+      title: 'Engineer, "Platform" Team',
+      posted: '2024-02-29',
+      seen: '2024-02-29T12:34:56.000Z',
+      salary: '120000',
+      remote: 'true',
+    });
+    expect(records[1]!.title).toBe('Line one\nline two');
+    expect(records[1]!.salary).toBe('55000.5');
+    expect(records[4]!.title).toBe('Ingénieur Données – Zürich ☕');
+  });
+
+  it('header: false leaves the header out', async () => {
+    const path = join(dir, 'b.csv');
+    await write(batches(ROWS.slice(0, 1), 1), toCsv({ header: false }), path);
+    expect(await readFile(path, 'utf8')).toBe(
+      'nasdaq:aapl,"Engineer, ""Platform"" Team",2024-02-29,2024-02-29T12:34:56.000Z,120000,true\r\n',
+    );
+  });
+});
+
+describe('toJsonl', () => {
+  it('writes one object per line with every key, nulls kept, dates as YYYY-MM-DD', async () => {
+    const path = join(dir, 'a.jsonl');
+    await write(batches(ROWS, 3), toJsonl(), path);
+    const lines = (await readFile(path, 'utf8')).split('\n');
+    expect(lines.pop()).toBe('');
+    const objects = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(objects).toHaveLength(ROWS.length);
+    expect(objects[0]).toEqual({
+      ticker: 'nasdaq:aapl',
+      title: 'Engineer, "Platform" Team',
+      posted: '2024-02-29',
+      seen: '2024-02-29T12:34:56.000Z',
+      salary: 120000,
+      remote: true,
+    });
+    expect(objects[2]).toEqual({
+      ticker: 'nasdaq:aapl',
+      title: '',
+      posted: null,
+      seen: null,
+      salary: null,
+      remote: null,
+    });
+    expect(Object.keys(objects[3]!)).toEqual(FIELDS.map((f) => f.id));
+  });
+});
+
+describe('toParquet', () => {
+  async function duck(sql: string): Promise<Record<string, unknown>[]> {
+    const db = await DuckDBInstance.create(':memory:');
+    const conn = await db.connect();
+    try {
+      return (await conn.runAndReadAll(sql)).getRowObjectsJson() as Record<string, unknown>[];
+    } finally {
+      conn.closeSync();
+      db.closeSync();
+    }
+  }
+
+  it('writes every type so DuckDB reads the right types and values, in row groups, zstd', async () => {
+    const many: WireValue[][] = [];
+    for (let i = 0; i < 2000; i++)
+      many.push(ROWS[i % ROWS.length]!.map((v, c) => (c === 4 && v !== null ? i : v)));
+    const path = join(dir, 'a.parquet');
+    await write(batches(many, 300), toParquet({ rowGroupSize: 1000 }), path);
+    const p = `read_parquet('${path}')`;
+    const [types] = await duck(
+      `SELECT count(*) AS n, typeof(ticker) AS ticker, typeof(title) AS title, typeof(posted) AS posted,
+       typeof(seen) AS seen, typeof(salary) AS salary, typeof(remote) AS remote FROM ${p} GROUP BY ALL`,
+    );
+    expect(types).toEqual({
+      n: '2000',
+      ticker: 'VARCHAR',
+      title: 'VARCHAR',
+      posted: 'DATE',
+      seen: 'TIMESTAMP WITH TIME ZONE',
+      salary: 'DOUBLE',
+      remote: 'BOOLEAN',
+    });
+    const rows = await duck(
+      `SELECT ticker, title, strftime(posted, '%Y-%m-%d') AS posted, epoch_ms(seen) AS seen, salary, remote
+       FROM ${p} LIMIT 5`,
+    );
+    expect(rows[0]).toEqual({
+      ticker: 'nasdaq:aapl',
+      title: 'Engineer, "Platform" Team',
+      posted: '2024-02-29',
+      seen: String(Date.UTC(2024, 1, 29, 12, 34, 56)),
+      salary: 0,
+      remote: true,
+    });
+    expect(rows[2]).toEqual({
+      ticker: 'nasdaq:aapl',
+      title: '',
+      posted: null,
+      seen: null,
+      salary: null,
+      remote: null,
+    });
+    expect(rows[3]!.ticker).toBe('private:acme');
+    expect(rows[3]!.title).toBeNull();
+    expect(rows[4]!.title).toBe('Ingénieur Données – Zürich ☕');
+    const [tickers] = await duck(`SELECT count(DISTINCT ticker) AS n FROM ${p}`);
+    expect(tickers!.n).toBe('3');
+    const meta = await duck(
+      `SELECT DISTINCT row_group_id, compression FROM parquet_metadata('${path}') ORDER BY row_group_id`,
+    );
+    expect(meta.map((m) => m.compression)).toEqual(['ZSTD', 'ZSTD']);
+  });
+
+  it('writes a result with no rows as a valid file that still has the columns', async () => {
+    const path = join(dir, 'empty.parquet');
+    await write(batches([], 10), toParquet({ compression: 'snappy' }), path);
+    const [row] = await duck(`SELECT count(*) AS n FROM read_parquet('${path}')`);
+    expect(row!.n).toBe('0');
+    const cols = await duck(`DESCRIBE SELECT * FROM read_parquet('${path}')`);
+    expect(cols.map((c) => c.column_name)).toEqual(FIELDS.map((f) => f.id));
+  });
+
+  it('fails clearly with no batch at all, and validates its options', async () => {
+    await expect(write([], toParquet(), join(dir, 'none.parquet'))).rejects.toThrow(
+      /at least one RecordBatch/,
+    );
+    expect(() => toParquet({ compression: 'lzma' as 'zstd' })).toThrow(InvalidArgumentError);
+    expect(() => toParquet({ rowGroupSize: 0 })).toThrow(/Expected an integer >= 1, got 0/);
+  });
+});
