@@ -252,7 +252,10 @@ class EmulatorServer implements Emulator {
       return errorReply(400, 'malformed request target: bad percent-encoding or not an absolute path');
     }
     if (!target.insideBase) {
-      return errorReply(404, `no endpoint at ${quote(target.path)}; this emulator serves under ${options.basePath}/`);
+      return errorReply(
+        404,
+        `no endpoint at ${quote(target.path)}; this emulator serves under ${options.basePath}/`,
+      );
     }
     const routeRequest: RouteRequest = {
       method: req.method ?? '',
