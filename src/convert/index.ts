@@ -1,0 +1,13 @@
+/** The conversion layer: descriptor-driven typing of wire rows into Arrow batches or row objects. */
+
+export {
+  type ConvertOptions,
+  type PageRange,
+  RecordBatchBuilder,
+} from './batch-builder.js';
+export { COLUMN_KINDS, type ColumnKind, columnKind, isColumnKind } from './column-kind.js';
+export { type ColumnPlan, planColumns } from './plan.js';
+export { concatBatches, rebatch, rebatchAsync } from './rebatch.js';
+export { makeRowFactory, type RowFactory } from './row-factory.js';
+export { arrowType, buildSchema } from './schema.js';
+export { EXPECTED, parseDecimal } from './values.js';

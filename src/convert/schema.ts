@@ -1,0 +1,65 @@
+/**
+ * Arrow types for column kinds, and the schema of a column plan.
+ *
+ * - `number` → `Float64`. Exact for integers up to 2^53, which is all JSON can carry anyway (`JSON.parse`
+ *   reads every number as a double), so an Int64 column would promise a precision the wire never had.
+ * - `date` → `DateDay`; `datetime` → `Timestamp(ms, 'UTC')`: the wire values are UTC and carry no zone.
+ * - `string` → `Utf8`, or `Dictionary<Utf8, Int32>` for `format: 'ticker'` columns: a few hundred distinct
+ *   tickers repeat over hundreds of thousands of rows. The builder keeps one dictionary that only grows,
+ *   so the IPC stream writer emits delta dictionaries and the file writer never needs a replacement
+ *   dictionary (which the IPC file format forbids); both round trips are covered by tests.
+ * - `boolean` → `Bool`. Every column is nullable: the wire may send null anywhere.
+ */
+
+import {
+  Bool,
+  type DataType,
+  DateDay,
+  Dictionary,
+  Field,
+  Float64,
+  Int32,
+  Schema,
+  TimestampMillisecond,
+  Utf8,
+} from 'apache-arrow';
+import type { FieldDescriptor } from '../core/wire.js';
+import type { ColumnKind } from './column-kind.js';
+import type { ColumnPlan } from './plan.js';
+
+/** Whether a column is dictionary-encoded: strings whose descriptor says `format: 'ticker'`. */
+export function usesDictionary(kind: ColumnKind, descriptor: FieldDescriptor): boolean {
+  return kind === 'string' && descriptor.format === 'ticker';
+}
+
+export function arrowType(kind: ColumnKind, dictionary: boolean): DataType {
+  switch (kind) {
+    case 'number':
+      return new Float64();
+    case 'date':
+      return new DateDay();
+    case 'datetime':
+      return new TimestampMillisecond('UTC');
+    case 'boolean':
+      return new Bool();
+    case 'string':
+      // Each Dictionary type gets its own id; one plan = one id per column, shared by all its batches.
+      return dictionary ? new Dictionary(new Utf8(), new Int32()) : new Utf8();
+  }
+}
+
+/** The Arrow field of one column: name = descriptor `id`, descriptor facts kept as field metadata. */
+export function arrowField(descriptor: FieldDescriptor, kind: ColumnKind): Field {
+  const metadata = new Map<string, string>();
+  if (typeof descriptor.display_name === 'string') metadata.set('display_name', descriptor.display_name);
+  if (typeof descriptor.summary === 'string') metadata.set('summary', descriptor.summary);
+  if (descriptor.format !== null && descriptor.format !== undefined)
+    metadata.set('format', String(descriptor.format));
+  metadata.set('dqs_type', String(descriptor.type));
+  return new Field(descriptor.id, arrowType(kind, usesDictionary(kind, descriptor)), true, metadata);
+}
+
+/** The schema of the batches a plan produces (the plan's fields, in order). */
+export function buildSchema(plan: readonly ColumnPlan[]): Schema {
+  return new Schema(plan.map((c) => c.field));
+}
