@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   COMPANIES,
@@ -574,6 +575,31 @@ describe('errors', () => {
     ];
     const statuses = (await Promise.all(hostile)).map((r) => r.status);
     expect(statuses).toEqual([404, 200, 200, 400, 200, 405]);
+    expect((await get(emu, '/datasets/')).status).toBe(200);
+  });
+  it('answers malformed HTTP with 400 {message} and shrugs off a client that hangs up mid-body', async () => {
+    const talk = (bytes: string, hangUp: boolean) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(emu.port, '127.0.0.1', () => {
+          socket.write(bytes);
+          if (hangUp) setTimeout(() => socket.destroy(), 50);
+        });
+        let text = '';
+        socket.on('data', (c: Buffer) => {
+          text += c.toString('utf8');
+        });
+        socket.on('close', () => resolve(text));
+        socket.on('error', reject);
+      });
+    const garbage = await talk('HELLO THERE\r\n\r\n', false);
+    expect(garbage).toMatch(/^HTTP\/1\.1 400 /);
+    expect(garbage).toContain('{"message":"malformed HTTP request"}');
+    const partial = await talk(
+      'POST /datasets/job_listings/query/ HTTP/1.1\r\nHost: x\r\nAuthorization: token demo\r\n' +
+        'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"tickers":',
+      true,
+    );
+    expect(partial).toBe('');
     expect((await get(emu, '/datasets/')).status).toBe(200);
   });
 });

@@ -77,6 +77,7 @@ function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyResult> {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
+      req.off('close', onClose);
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
@@ -97,9 +98,13 @@ function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyResult> {
       cleanup();
       reject(err);
     };
+    // A client that hangs up mid-body may emit neither 'end' nor 'error': without this the read would
+    // wait for ever.
+    const onClose = () => onError(new Error('the client closed the connection before the body ended'));
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
+    req.on('close', onClose);
   });
 }
 
@@ -236,7 +241,8 @@ class EmulatorServer implements Emulator {
       record.status = reply.status;
       await transmit(res, reply, fault, signal);
     } catch (err) {
-      if (signal.aborted || res.headersSent) {
+      // Nobody left to answer (closing, hung up), or too late for a status: just drop the connection.
+      if (signal.aborted || res.headersSent || res.destroyed || req.socket.destroyed) {
         res.destroy();
         return;
       }

@@ -117,14 +117,9 @@ export const jobListings: DatasetDefinition = {
     const duty = rng.int(0, DUTIES.length - 1);
     const otherDuty = (duty + rng.int(1, DUTIES.length - 1)) % DUTIES.length;
     const eol = rng.chance(0.05) ? '\r\n' : '\n';
-    const description = [
-      'About the role',
-      `We are hiring a ${title} in ${location} to join the ${category} team at ${entity.display_name}.`,
-      '',
-      "What you'll do:",
-      `- ${DUTIES[duty]}`,
-      `- ${DUTIES[otherDuty]}`,
-    ].join(eol);
+    const description =
+      `About the role${eol}We are hiring a ${title} in ${location} to join the ${category} team at ` +
+      `${entity.display_name}.${eol}${eol}What you'll do:${eol}- ${DUTIES[duty]}${eol}- ${DUTIES[otherDuty]}`;
 
     const lastSeenDay = removed ?? Math.min(posted + rng.int(0, 90), END_DAY);
     const lastSeen = lastSeenDay * MS_PER_DAY + rng.int(0, 86_399) * 1000;
