@@ -59,7 +59,11 @@ function integerOption(
   return value;
 }
 
-function plan(datasetId: string, body: QueryBody, options: DataOptions): { plan: ResultPlan; id: string } {
+function plan(
+  datasetId: string,
+  body: QueryBody | object,
+  options: DataOptions,
+): { plan: ResultPlan; id: string } {
   const ds = dataset(datasetId);
   const checked = checkQueryBody(body);
   if (!checked.ok) throw new InvalidArgumentError('body', checked.message);
@@ -80,7 +84,7 @@ function plan(datasetId: string, body: QueryBody, options: DataOptions): { plan:
  */
 export function queryRows(
   datasetId: string,
-  body: QueryBody,
+  body: QueryBody | object,
   options: DataOptions,
   start: number,
   count: number,
@@ -92,12 +96,20 @@ export function queryRows(
 }
 
 /** The number of rows a query serves (`total`, `X-Total`), after the row cap. */
-export function queryTotal(datasetId: string, body: QueryBody = {}, options: DataOptions = {}): number {
+export function queryTotal(
+  datasetId: string,
+  body: QueryBody | object = {},
+  options: DataOptions = {},
+): number {
   return plan(datasetId, body, options).plan.total;
 }
 
 /** Id, total, truncation and formats of a query, as the emulator will report them. */
-export function queryInfo(datasetId: string, body: QueryBody = {}, options: DataOptions = {}): QueryInfo {
+export function queryInfo(
+  datasetId: string,
+  body: QueryBody | object = {},
+  options: DataOptions = {},
+): QueryInfo {
   const { plan: p, id } = plan(datasetId, body, options);
   return {
     id,

@@ -102,3 +102,17 @@ export function planRows(plan: ResultPlan, offset: number, count: number): WireV
   }
   return rows;
 }
+
+/** How many rows a page at 0-based `offset` asking for `count` rows holds. */
+export function pageRowCount(plan: ResultPlan, offset: number, count: number): number {
+  return Math.max(0, Math.min(plan.total - offset, count));
+}
+
+const CHUNK_ROWS = 1024;
+
+/** The rows of [offset, offset + count) in chunks of at most 1024, generated as iterated. */
+export function* planRowChunks(plan: ResultPlan, offset: number, count: number): Generator<WireValue[][]> {
+  const n = pageRowCount(plan, offset, count);
+  for (let done = 0; done < n; done += CHUNK_ROWS)
+    yield planRows(plan, offset + done, Math.min(CHUNK_ROWS, n - done));
+}

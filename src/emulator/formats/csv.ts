@@ -16,13 +16,13 @@ function csvField(value: WireValue): string {
 
 /** RFC 4180 with CRLF line ends; every page a complete document with its own header line; no BOM. */
 export function csv(page: PageData): Buffer {
-  const lines: string[] = new Array(page.rows.length + 1);
-  lines[0] = page.fields.map((f) => csvField(f.id)).join(',');
-  for (let i = 0; i < page.rows.length; i++) {
-    const row = page.rows[i]!;
-    let line = '';
-    for (let j = 0; j < page.fields.length; j++) line += (j === 0 ? '' : ',') + csvField(row[j] ?? null);
-    lines[i + 1] = line;
+  const lines: string[] = [page.fields.map((f) => csvField(f.id)).join(',')];
+  for (const chunk of page.chunks()) {
+    for (const row of chunk) {
+      let line = '';
+      for (let j = 0; j < page.fields.length; j++) line += (j === 0 ? '' : ',') + csvField(row[j] ?? null);
+      lines.push(line);
+    }
   }
   return Buffer.from(`${lines.join('\r\n')}\r\n`, 'utf8');
 }

@@ -12,12 +12,13 @@ function valueJson(value: WireValue): string {
  */
 export function mapJson(page: PageData): Buffer {
   const keys = page.fields.map((f, j) => `${j === 0 ? '{' : ','}${JSON.stringify(f.id)}:`);
-  const parts: string[] = new Array(page.rows.length);
-  for (let i = 0; i < page.rows.length; i++) {
-    const row = page.rows[i]!;
-    let text = '';
-    for (let j = 0; j < keys.length; j++) text += keys[j]! + valueJson(row[j] ?? null);
-    parts[i] = keys.length === 0 ? '{}' : `${text}}`;
+  const parts: string[] = [];
+  for (const chunk of page.chunks()) {
+    for (const row of chunk) {
+      let text = '';
+      for (let j = 0; j < keys.length; j++) text += keys[j]! + valueJson(row[j] ?? null);
+      parts.push(keys.length === 0 ? '{}' : `${text}}`);
+    }
   }
   return Buffer.from(pageJson(page, `[${parts.join(',')}]`), 'utf8');
 }

@@ -54,7 +54,9 @@ export function xls(page: PageData): Buffer {
       width,
     ),
   ];
-  for (const values of page.rows) parts.push('\n', row(values, width));
+  for (const chunk of page.chunks()) {
+    for (const values of chunk) parts.push('\n', row(values, width));
+  }
   parts.push('\n</Table></Worksheet></Workbook>\n');
   return Buffer.from(parts.join(''), 'utf8');
 }

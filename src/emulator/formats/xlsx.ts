@@ -23,7 +23,9 @@ export async function xlsx(page: PageData): Promise<Buffer> {
   });
   const sheet = workbook.addWorksheet('results');
   sheet.addRow(page.fields.map((f) => f.id)).commit();
-  for (const row of page.rows) sheet.addRow(row as unknown[]).commit();
+  for (const chunk of page.chunks()) {
+    for (const row of chunk) sheet.addRow(row as unknown[]).commit();
+  }
   sheet.commit();
   await workbook.commit();
   await done;

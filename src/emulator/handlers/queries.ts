@@ -6,7 +6,7 @@ import { negotiate } from '../negotiate.js';
 import { checkQueryBody, computeQueryId } from '../query-body.js';
 import type { StoredQuery } from '../query-store.js';
 import { errorReply, HSTS, jsonReply, type Reply } from '../reply.js';
-import { planResult, planRows } from '../rows.js';
+import { pageRowCount, planResult, planRowChunks } from '../rows.js';
 import type { RouteRequest, ServiceState } from './context.js';
 
 const QUERY_ID = /^[0-9a-f]{64}$/;
@@ -128,7 +128,8 @@ export async function readResults(
       start,
       limit,
       // Larger limits are clamped: the page echoes `limit`, `count` says what came.
-      rows: planRows(plan, start - 1, Math.min(limit, options.maxPageSize)),
+      count: pageRowCount(plan, start - 1, Math.min(limit, options.maxPageSize)),
+      chunks: () => planRowChunks(plan, start - 1, Math.min(limit, options.maxPageSize)),
       fields: dataset.fields,
       lastDateUpdated: dataset.lastDateUpdated,
     }),
