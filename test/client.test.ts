@@ -6,7 +6,7 @@ import {
   AuthenticationError,
   BadRequestError,
   DatasetClient,
-  DqsError,
+  type DqsError,
   InvalidArgumentError,
   MediaType,
   NotAcceptableError,
@@ -26,7 +26,9 @@ describe('DatasetClient endpoints over HTTP against the emulator', () => {
     const { client } = await setup();
     const all = await client.listDatasets();
     const ids = all.map((d) => d.id);
-    expect(ids).toEqual(expect.arrayContaining(['job_listings', 'store_locations', 'web_traffic', 'app_reviews']));
+    expect(ids).toEqual(
+      expect.arrayContaining(['job_listings', 'store_locations', 'web_traffic', 'app_reviews']),
+    );
     for (const d of all) {
       expect(d).toMatchObject({ id: expect.any(String), display_name: expect.any(String), state: 'ready' });
       expect(d.blog_url === null || typeof d.blog_url === 'string').toBe(true);
@@ -129,7 +131,9 @@ describe('DatasetClient endpoints over HTTP against the emulator', () => {
   });
 
   it('keeps VERSION equal to package.json', () => {
-    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
     expect(VERSION).toBe(pkg.version);
   });
 });
@@ -145,7 +149,9 @@ describe('DatasetClient errors', () => {
       expect(err).toMatchObject({ code: 'DQS_AUTH', status: 401, method: 'GET' });
       expect(err.url).toBe(`${emu.url}/datasets/`);
       expect(err.serverMessage).toBeTruthy();
-      expect(`${err.message} ${err.stack} ${inspect(err)} ${inspect(client)}`).not.toContain('wrong-secret-key');
+      expect(`${err.message} ${err.stack} ${inspect(err)} ${inspect(client)}`).not.toContain(
+        'wrong-secret-key',
+      );
     } finally {
       await client.close();
     }
@@ -164,17 +170,26 @@ describe('DatasetClient errors', () => {
     }
   });
 
-  it('maps 404, 406, 400, 429 and 5xx to typed errors', async () => {
-    const { client, emu } = await setup({
-      fault: (req) => {
-        if (req.query.fault === undefined && req.path.endsWith('/tickers/')) {
-          const q = req.query.query;
-          if (q === 'ratelimit') return { kind: 'status', status: 429, headers: { 'retry-after': '2' }, body: '{"message":"slow down"}' };
-          if (q === 'boom') return { kind: 'status', status: 503, body: '{"message":"maintenance"}' };
-        }
-        return undefined;
+  it('maps 404, 406, 400, 429 and 5xx to typed errors (retries off)', async () => {
+    const { client, emu } = await setup(
+      {
+        fault: (req) => {
+          if (req.query.fault === undefined && req.path.endsWith('/tickers/')) {
+            const q = req.query.query;
+            if (q === 'ratelimit')
+              return {
+                kind: 'status',
+                status: 429,
+                headers: { 'retry-after': '2' },
+                body: '{"message":"slow down"}',
+              };
+            if (q === 'boom') return { kind: 'status', status: 503, body: '{"message":"maintenance"}' };
+          }
+          return undefined;
+        },
       },
-    });
+      { retry: false },
+    );
     await expectRejects<NotFoundError>(client.getDataset('no_such_dataset'), (e) => {
       expect(e).toBeInstanceOf(NotFoundError);
       expect(e).toMatchObject({ code: 'DQS_NOT_FOUND', status: 404 });
@@ -190,9 +205,12 @@ describe('DatasetClient errors', () => {
         expect(e.status).toBe(406);
       },
     );
-    const rl = await expectRejects<RateLimitedError>(client.searchTickers('job_listings', 'ratelimit'), (e) => {
-      expect(e).toBeInstanceOf(RateLimitedError);
-    });
+    const rl = await expectRejects<RateLimitedError>(
+      client.searchTickers('job_listings', 'ratelimit'),
+      (e) => {
+        expect(e).toBeInstanceOf(RateLimitedError);
+      },
+    );
     expect(rl.retryAfterMs).toBe(2000);
     expect(rl.serverMessage).toBe('slow down');
     await expectRejects<ServerError>(client.searchTickers('job_listings', 'boom'), (e) => {
@@ -241,8 +259,10 @@ describe('DatasetClient errors', () => {
   it('turns responses that break the spec into ProtocolErrors', async () => {
     const { client } = await setup({
       fault: (req) => {
-        if (req.method === 'GET' && req.path === '/datasets/') return { kind: 'status', status: 200, body: 'not json' };
-        if (req.method === 'POST') return { kind: 'status', status: 200, body: '{"id":"XYZ","state":"complete"}' };
+        if (req.method === 'GET' && req.path === '/datasets/')
+          return { kind: 'status', status: 200, body: 'not json' };
+        if (req.method === 'POST')
+          return { kind: 'status', status: 200, body: '{"id":"XYZ","state":"complete"}' };
         if (req.method === 'HEAD') return { kind: 'status', status: 200, headers: { 'x-total': '5' } };
         return undefined;
       },
@@ -258,12 +278,16 @@ describe('DatasetClient errors', () => {
   });
 
   it('honours AbortSignal and per-request timeouts', async () => {
-    const { client } = await setup({ fault: () => ({ kind: 'delay', ms: 400 }) });
+    const { client } = await setup({ fault: () => ({ kind: 'delay', ms: 400 }) }, { retry: false });
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 50);
     const t0 = Date.now();
-    await expectRejects<DqsError>(client.listDatasets({ signal: ac.signal }), (e) => expect(e.code).toBe('DQS_ABORTED'));
-    await expectRejects<DqsError>(client.listDatasets({ signal: AbortSignal.abort() }), (e) => expect(e.code).toBe('DQS_ABORTED'));
+    await expectRejects<DqsError>(client.listDatasets({ signal: ac.signal }), (e) =>
+      expect(e.code).toBe('DQS_ABORTED'),
+    );
+    await expectRejects<DqsError>(client.listDatasets({ signal: AbortSignal.abort() }), (e) =>
+      expect(e.code).toBe('DQS_ABORTED'),
+    );
     await expectRejects<TimeoutError>(client.listDatasets({ timeoutMs: 60 }), (e) => {
       expect(e).toBeInstanceOf(TimeoutError);
       expect(e.code).toBe('DQS_TIMEOUT');
@@ -284,7 +308,9 @@ describe('DatasetClient errors', () => {
       await client.close();
     }
     expect(() => new DatasetClient({ baseUrl: 'http://example.com', apiKey: 'k' })).toThrow(/plain http/);
-    expect(() => new DatasetClient({ baseUrl: 'http://example.com', apiKey: 'k', allowInsecureHttp: true })).not.toThrow();
+    expect(
+      () => new DatasetClient({ baseUrl: 'http://example.com', apiKey: 'k', allowInsecureHttp: true }),
+    ).not.toThrow();
     expect(() => new DatasetClient({ apiKey: 'k' })).toThrow(InvalidArgumentError);
     expect(() => new DatasetClient({ baseUrl: 'ftp://x', apiKey: 'k' })).toThrow(/http/);
     expect(() => new DatasetClient({ baseUrl: 'https://u:p@x', apiKey: 'k' })).toThrow(/credentials/);

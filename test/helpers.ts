@@ -1,8 +1,8 @@
 /** Test helpers: a real emulator on 127.0.0.1:0 and a client pointed at it; both closed after each test. */
 import { afterEach } from 'vitest';
+import { type EmulatorOptions, startEmulator } from '../src/emulator/index.js';
 import { DatasetClient } from '../src/index.js';
 import type { ClientOptions } from '../src/transport/options.js';
-import { type EmulatorOptions, startEmulator } from '../src/emulator/index.js';
 
 type Emulator = Awaited<ReturnType<typeof startEmulator>>;
 
@@ -25,7 +25,9 @@ export async function setup(
 
 /** Result page GETs the emulator has seen (HEAD, POST and metadata excluded). */
 export function pageGets(emu: Emulator): number {
-  return emu.requests.filter((r) => r.method === 'GET' && /\/query\/[0-9a-f]{64}$/.test(r.path) && r.query.limit !== '1').length;
+  return emu.requests.filter(
+    (r) => r.method === 'GET' && /\/query\/[0-9a-f]{64}$/.test(r.path) && r.query.limit !== '1',
+  ).length;
 }
 
 export async function expectRejects<E>(promise: Promise<unknown>, check: (err: E) => void): Promise<E> {

@@ -1,4 +1,4 @@
-import { AbortError } from './errors.js';
+import { AbortError, DqsError } from './errors.js';
 
 /** Resolves after `ms`, or rejects at once when `signal` aborts; leaves no timer behind either way. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -22,7 +22,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 /** The error to reject with when `signal` fired: its reason if that is already ours, else an AbortError. */
 export function abortReason(signal: AbortSignal, what: string): Error {
   const reason: unknown = signal.reason;
-  if (reason instanceof Error && 'code' in reason) return reason;
+  if (reason instanceof DqsError) return reason;
   return new AbortError(what, { cause: reason });
 }
 

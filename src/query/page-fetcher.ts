@@ -10,7 +10,7 @@ import type { WireValue } from '../core/wire.js';
 import { decodeCsv, decodeXlsx, parseTablePage } from '../decode/index.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import { statusFromHeaders } from '../transport/endpoints.js';
-import { readBounded } from '../transport/http.js';
+import { discardBody, readBounded } from '../transport/http.js';
 import { type RetryEvent, withRetry } from '../transport/retry.js';
 import type { PageRange } from './page-plan.js';
 
@@ -84,7 +84,7 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
     for await (const chunk of decode(counted, ctx.plan, sub)) for (const row of chunk) rows.push(row);
     return { rows, bytes, total: status.total, start: sub.start };
   } finally {
-    response.body.destroy();
+    discardBody(response);
     response.done();
   }
 }

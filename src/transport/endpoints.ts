@@ -16,7 +16,7 @@ import {
   type TickerEntry,
 } from '../core/wire.js';
 import { parseTablePage } from '../decode/table-json.js';
-import { type HttpResponse, HttpTransport } from './http.js';
+import { discardBody, type HttpResponse, HttpTransport } from './http.js';
 import { type ClientOptions, normalizeClientOptions } from './options.js';
 import * as shape from './responses.js';
 import {
@@ -168,7 +168,7 @@ export class EndpointClient extends EventEmitter {
     try {
       return statusFromHeaders(response);
     } finally {
-      response.body.destroy();
+      discardBody(response);
       response.done();
     }
   }

@@ -225,11 +225,21 @@ export class HttpTransport {
   }
 }
 
+/**
+ * Drops a body we no longer need. undici reports a destroyed unread body as an 'error' event; nobody is
+ * listening for it any more, so it is swallowed here instead of surfacing as an uncaught exception.
+ */
+export function discardBody(response: HttpResponse): void {
+  if (response.body.destroyed) return;
+  response.body.on('error', () => {});
+  response.body.destroy();
+}
+
 /** Reads a body into one Buffer, failing fast past `maxBytes` instead of growing without bound. */
 export async function readBounded(response: HttpResponse, maxBytes: number): Promise<Buffer> {
   const declared = Number(response.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) {
-    response.body.destroy();
+    discardBody(response);
     throw new ResponseTooLargeError(response.info, maxBytes);
   }
   const chunks: Buffer[] = [];
@@ -238,7 +248,7 @@ export async function readBounded(response: HttpResponse, maxBytes: number): Pro
     for await (const chunk of response.body) {
       size += (chunk as Buffer).length;
       if (size > maxBytes) {
-        response.body.destroy();
+        discardBody(response);
         throw new ResponseTooLargeError(response.info, maxBytes);
       }
       chunks.push(chunk as Buffer);
