@@ -4,6 +4,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { describeValue } from './messages.js';
+import { errorReply, HSTS, jsonReply, type Reply } from './reply.js';
 
 /** What the fault hook sees of a request. */
 export interface FaultContext {
@@ -116,4 +117,19 @@ export function checkFault(value: unknown): { fault: Fault | undefined } | { err
         error: `Expected fault \`kind\` to be one of delay, status, reset, cut, trickle, got ${describeValue(f.kind)}`,
       };
   }
+}
+
+/** The reply of a `status` fault: its body as text when a string, as JSON otherwise. */
+export function faultReply(fault: Extract<Fault, { kind: 'status' }>): Reply {
+  if (fault.body === undefined) {
+    return errorReply(fault.status, `injected fault: ${fault.status}`, fault.headers ?? {});
+  }
+  if (typeof fault.body === 'string') {
+    return {
+      status: fault.status,
+      headers: { ...HSTS, 'Content-Type': 'text/plain; charset=utf-8', ...fault.headers },
+      body: Buffer.from(fault.body, 'utf8'),
+    };
+  }
+  return jsonReply(fault.status, fault.body, fault.headers ?? {});
 }

@@ -5,13 +5,14 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { checkFault, type Fault } from './faults.js';
-import type { BodyResult, RouteRequest, ServiceState } from './handlers/context.js';
+import { checkFault, type Fault, faultReply } from './faults.js';
+import type { RouteRequest, ServiceState } from './handlers/context.js';
 import { capText, quote } from './messages.js';
 import { type EmulatorOptions, type NormalizedOptions, normalizeOptions } from './options.js';
 import { PageCache } from './page-cache.js';
 import { QueryStore } from './query-store.js';
-import { errorReply, HSTS, jsonReply, type Reply } from './reply.js';
+import { readBody } from './read-body.js';
+import { errorReply, type Reply } from './reply.js';
 import { route } from './routes.js';
 import { parseTarget } from './target.js';
 import { transmit } from './transmit.js';
@@ -51,61 +52,6 @@ export interface Emulator {
 function urlHost(host: string): string {
   const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   return reachable.includes(':') ? `[${reachable}]` : reachable;
-}
-
-function faultReply(fault: Extract<Fault, { kind: 'status' }>): Reply {
-  if (fault.body === undefined) {
-    return errorReply(fault.status, `injected fault: ${fault.status}`, fault.headers ?? {});
-  }
-  if (typeof fault.body === 'string') {
-    return {
-      status: fault.status,
-      headers: { ...HSTS, 'Content-Type': 'text/plain; charset=utf-8', ...fault.headers },
-      body: Buffer.from(fault.body, 'utf8'),
-    };
-  }
-  return jsonReply(fault.status, fault.body, fault.headers ?? {});
-}
-
-function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyResult> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > maxBytes) return Promise.resolve({ ok: false, tooLarge: true });
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const cleanup = () => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('close', onClose);
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > maxBytes) {
-        cleanup();
-        // Stop reading; the reply closes the connection instead of draining the rest.
-        req.pause();
-        resolve({ ok: false, tooLarge: true });
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = () => {
-      cleanup();
-      resolve({ ok: true, body: Buffer.concat(chunks) });
-    };
-    const onError = (err: Error) => {
-      cleanup();
-      reject(err);
-    };
-    // A client that hangs up mid-body may emit neither 'end' nor 'error': without this the read would
-    // wait for ever.
-    const onClose = () => onError(new Error('the client closed the connection before the body ended'));
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('close', onClose);
-  });
 }
 
 class EmulatorServer implements Emulator {
