@@ -1,0 +1,55 @@
+/**
+ * Table JSON (`application/vnd.service.table+json`): one result page per body.
+ *
+ * Validation is deliberately shallow: the members we rely on, checked in O(fields + rows), never O(values).
+ * Row lengths and value types are checked by the converters (builder / row factory), which look at every
+ * value anyway. Members we do not use (`id`, `state`, `group_fields`, ...) are passed through as sent.
+ */
+
+import type { PageRange } from '../convert/batch-builder.js';
+import { DecodeError, safeRepr } from '../core/errors.js';
+import type { ResultPage } from '../core/wire.js';
+
+function fail(why: string, where: PageRange, cause?: unknown): DecodeError {
+  return new DecodeError(
+    `Not a result page: ${why}`,
+    { page: where },
+    cause === undefined ? undefined : { cause },
+  );
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Parses and checks one page of table JSON.
+ *
+ * @param where the request the page answers (its `start` and `limit`), named in errors.
+ * @throws DecodeError when the text is not JSON or not shaped like a result page.
+ */
+export function parseTablePage(text: string, where: PageRange): ResultPage {
+  let page: unknown;
+  try {
+    page = JSON.parse(text);
+  } catch (error) {
+    throw fail(`the body is not JSON (${(error as Error).message})`, where, error);
+  }
+  if (!isObject(page)) throw fail(`the body is ${safeRepr(page)}, not an object`, where);
+  const { rows, fields } = page;
+  if (!Array.isArray(rows)) throw fail('rows is not an array', where);
+  for (let i = 0; i < rows.length; i++) {
+    if (!Array.isArray(rows[i])) throw fail(`rows[${i}] is not an array`, where);
+  }
+  if (!Array.isArray(fields)) throw fail('fields is not an array', where);
+  for (let j = 0; j < fields.length; j++) {
+    const f: unknown = fields[j];
+    if (!isObject(f) || typeof f.id !== 'string')
+      throw fail(`fields[${j}] is not a descriptor with a string id`, where);
+  }
+  for (const member of ['total', 'count', 'start'] as const) {
+    if (!Number.isInteger(page[member]))
+      throw fail(`${member} is not an integer (${safeRepr(page[member])})`, where);
+  }
+  return page as unknown as ResultPage;
+}
