@@ -1,0 +1,226 @@
+import { PassThrough, Readable } from 'node:stream';
+import ExcelJS from 'exceljs';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { planColumns } from '../src/convert/index.js';
+import { DecodeError } from '../src/core/errors.js';
+import type { WireValue } from '../src/core/wire.js';
+import { decodeXlsx } from '../src/decode/index.js';
+import { caught, chunked, collect, field, wireDate, writeXlsx } from './convert-fixtures.js';
+
+const where = { start: 501, limit: 100 };
+const fields = [
+  field('ticker', 'string', 'ticker'),
+  field('posted', 'date'),
+  field('seen', 'datetime'),
+  field('n', 'number'),
+  field('ok', 'boolean'),
+  field('text', 'string'),
+];
+const plan = planColumns(fields);
+const ids = fields.map((f) => f.id);
+const rows: WireValue[][] = [
+  ['nasdaq:aapl', '20240229', '20240229T123456Z', 12, true, 'plain'],
+  ['nyse:ibm', null, null, null, null, null],
+  [null, null, null, null, null, null], // an all-null row: no cells, exceljs skips the row
+  ['x', '20240101', '20240101T000000Z', -1.5e-7, false, ''],
+  ['y', '20240102', '20240102T000000Z', 1e21, null, 'quote " comma , lf \n <tag> & amp'],
+  ['z', '20240103', '20240103T000000Z', 0, true, 'é 中文 😀 ✓'],
+  [null, null, null, null, null, null],
+  [null, null, null, 2 ** 53, null, ' spaces '],
+];
+
+const decode = (body: AsyncIterable<Buffer> | NodeJS.ReadableStream, p = plan, stallMs = 10_000) =>
+  collect(decodeXlsx(body, p, where, { stallMs }));
+
+describe('decodeXlsx', () => {
+  it('reads the emulator XLSX back to the wire rows: nulls vs "", numbers, booleans, all-null rows', async () => {
+    const body = await writeXlsx(ids, rows);
+    expect(await decode(chunked(body, [1000]))).toEqual(rows);
+  });
+
+  it('takes a Node stream as well as an async iterable, in any chunking', async () => {
+    const body = await writeXlsx(ids, rows);
+    expect(await decode(Readable.from([body]))).toEqual(rows);
+    expect(await decode(chunked(body, [1, 7, 4096]))).toEqual(rows);
+  });
+
+  it('round-trips random text (XML-safe, without CR: see docs/wire-formats.md) and numbers (property)', async () => {
+    const xmlSafe = fc.string({
+      unit: fc.constantFrom('a', 'Z', ' ', '"', ',', '\n', '<', '>', "'", 'é', '中', '😀', '\t', '0'),
+    });
+    const cell = fc.option(
+      fc.oneof(
+        xmlSafe,
+        fc.integer(),
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        fc.boolean(),
+        wireDate,
+      ),
+      {
+        nil: null,
+        freq: 4,
+      },
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(cell, cell, cell), { maxLength: 15 }), async (random) => {
+        const p = planColumns([field('a'), field('b'), field('c')]);
+        const expected = random.map((r) => r.map((v) => (Object.is(v, -0) ? 0 : v)));
+        // Trailing all-null rows have no row element at all: nothing can bring them back.
+        while (expected.length > 0 && expected.at(-1)!.every((v) => v === null)) expected.pop();
+        const got = await decode(chunked(await writeXlsx(['a', 'b', 'c'], random), [500]), p);
+        expect(got).toEqual(expected);
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('yields large pages in chunks', async () => {
+    const many = Array.from({ length: 2500 }, (_, i) => [`t${i}`, i]);
+    const p = planColumns([field('t'), field('n', 'number')]);
+    const chunks: number[] = [];
+    for await (const chunk of decodeXlsx(chunked(await writeXlsx(['t', 'n'], many)), p, where))
+      chunks.push(chunk.length);
+    expect(chunks.reduce((a, b) => a + b, 0)).toBe(2500);
+    expect(chunks.length).toBeGreaterThan(1);
+  });
+
+  it('reads only the first worksheet', async () => {
+    const pass = new PassThrough();
+    const parts: Buffer[] = [];
+    pass.on('data', (c: Buffer) => parts.push(c));
+    const book = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: pass, useSharedStrings: false });
+    const results = book.addWorksheet('results');
+    results.addRow(['a']).commit();
+    results.addRow(['first']).commit();
+    results.commit();
+    const other = book.addWorksheet('other');
+    other.addRow(['zzz', 'extra']).commit();
+    other.commit();
+    await book.commit();
+    expect(await decode(chunked(Buffer.concat(parts)), planColumns([field('a')]))).toEqual([['first']]);
+  });
+
+  it('converts rich text, formulas and hyperlinks to their text or result; rejects error cells', async () => {
+    const book = new ExcelJS.Workbook();
+    const sheet = book.addWorksheet('results');
+    sheet.addRow(['a', 'b', 'c']);
+    sheet.addRow([
+      { formula: '1+1', result: 2 },
+      { text: 'site', hyperlink: 'https://example.com' },
+      { formula: 'A1&"x"', result: 'ok' },
+    ]);
+    sheet.addRow([
+      { sharedFormula: 'A2', result: 3 },
+      { richText: [{ text: 'ri' }, { text: 'ch' }] },
+      { formula: 'NA()' },
+    ]);
+    const body = Buffer.from(await book.xlsx.writeBuffer());
+    const p = planColumns([field('a', 'number'), field('b'), field('c')]);
+    expect(await decode(chunked(body), p)).toEqual([
+      [2, 'site', 'ok'],
+      [3, 'rich', null],
+    ]);
+    sheet.addRow([1, 'x', { error: '#N/A' }]);
+    const withError = Buffer.from(await book.xlsx.writeBuffer());
+    const error = await caught(() => decode(chunked(withError), p));
+    expect(error).toBeInstanceOf(DecodeError);
+    expect(error).toMatchObject({ row: 503, column: 'c' });
+  });
+
+  it('rejects a header that is not the field ids', async () => {
+    const body = await writeXlsx(['ticker', 'posted'], []);
+    const error = await caught(() => decode(chunked(body)));
+    expect(error).toBeInstanceOf(DecodeError);
+    expect((error as Error).message).toMatch(
+      /header row does not match the fields: expected "ticker,posted,seen,n,ok,text", got "ticker,posted"/,
+    );
+  });
+
+  it('rejects a row with cells beyond the fields', async () => {
+    const body = await writeXlsx(['a'], [['x'], ['y', 'surplus']]);
+    const error = await caught(() => decode(chunked(body), planColumns([field('a')])));
+    expect(error).toBeInstanceOf(DecodeError);
+    expect(error).toMatchObject({ row: 502, page: where });
+  });
+
+  it.each([
+    ['an empty body', Buffer.alloc(0), /XLSX body is empty/],
+    ['text', Buffer.from('ticker,posted\r\n'), /no zip signature/],
+    ['JSON', Buffer.from('{"rows":[]}'), /no zip signature/],
+    ['a lone zip signature', Buffer.from('PK\x03\x04'), /Not a readable XLSX workbook|no worksheet/],
+  ])('rejects %s with a DecodeError', async (_what, body, message) => {
+    const error = await caught(() => decode(chunked(body)));
+    expect(error).toBeInstanceOf(DecodeError);
+    expect(error).toMatchObject({ page: where });
+    expect((error as Error).message).toMatch(message);
+  });
+
+  it('rejects truncated bodies (never a hang)', async () => {
+    const body = await writeXlsx(ids, rows);
+    for (const length of [
+      4,
+      30,
+      100,
+      body.length >> 2,
+      body.length >> 1,
+      body.length - 100,
+      body.length - 1,
+    ]) {
+      const error = await caught(() => decode(chunked(body.subarray(0, length), [512]), plan, 500));
+      expect(error, `truncated at ${length}`).toBeInstanceOf(DecodeError);
+    }
+  });
+
+  it('turns a corrupted body on which exceljs stalls into a DecodeError after stallMs', async () => {
+    const body = await writeXlsx(
+      ['a', 'b', 'c'],
+      Array.from({ length: 200 }, (_, i) => [`v${i}`, i, i % 3 ? null : 'x']),
+    );
+    const p = planColumns([field('a'), field('b', 'number'), field('c')]);
+    let stalls = 0;
+    // Flip bytes across the body; some positions make unzipper/exceljs wait forever without the watchdog.
+    for (let pos = 2000; pos < body.length; pos += 500) {
+      const bad = Buffer.from(body);
+      bad[pos]! ^= 0x55;
+      const started = Date.now();
+      try {
+        await decode(chunked(bad, [4096]), p, 300);
+      } catch (error) {
+        expect(error, `flip at ${pos}`).toBeInstanceOf(DecodeError);
+        if (/no progress/.test((error as Error).message)) stalls++;
+      }
+      expect(Date.now() - started).toBeLessThan(5000);
+    }
+    expect(stalls).toBeGreaterThan(0);
+  }, 30_000);
+
+  it('does not count time waiting for the network, or for the consumer, as a stall', async () => {
+    const body = await writeXlsx(
+      ['a'],
+      Array.from({ length: 2500 }, (_, i) => [`v${i}`]),
+    );
+    async function* slow() {
+      for await (const chunk of chunked(body, [body.length >> 1])) {
+        await new Promise((r) => setTimeout(r, 250));
+        yield chunk;
+      }
+    }
+    let n = 0;
+    for await (const chunk of decodeXlsx(slow(), planColumns([field('a')]), where, { stallMs: 100 })) {
+      n += chunk.length;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(n).toBe(2500);
+  });
+
+  it('passes errors of the body through unchanged', async () => {
+    const body = await writeXlsx(ids, rows);
+    const boom = new Error('socket hang up');
+    async function* failing() {
+      yield body.subarray(0, 1000);
+      throw boom;
+    }
+    expect(await caught(() => decode(failing()))).toBe(boom);
+  });
+});
