@@ -122,29 +122,32 @@ export class ResultStream extends Readable {
   override _read(): void {
     if (this.#reading) return;
     this.#reading = true;
-    this.#pump().then(
-      () => {
-        this.#reading = false;
-      },
-      (err: unknown) => {
-        this.#reading = false;
-        this.destroy(err as Error);
-      },
-    );
+    this.#pump().catch((err: unknown) => {
+      this.#reading = false;
+      this.destroy(err as Error);
+    });
   }
 
-  /** Pushes buffered chunks until Node says stop, pulling more from the engine as needed. */
+  /**
+   * Pushes buffered chunks until Node says stop, pulling more from the engine as needed. `#reading` is
+   * cleared synchronously with the `push()` that returned false: Node may call `_read()` again before any
+   * later microtask, and a call ignored then would stall the stream for good.
+   */
   async #pump(): Promise<void> {
     this.#engine ??= this.#run();
     for (;;) {
       while (this.#pendingAt < this.#pending.length) {
         const chunk = this.#pending[this.#pendingAt++]!;
-        if (!this.push(chunk)) return;
+        if (!this.push(chunk)) {
+          this.#reading = false;
+          return;
+        }
       }
       if (this.destroyed) return;
       const next = await this.#engine.next();
       if (this.destroyed) return;
       if (next.done) {
+        this.#reading = false;
         this.push(null);
         return;
       }

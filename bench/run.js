@@ -1,0 +1,88 @@
+// `npm run bench`: one server process, each scenario in a fresh process, rounds alternating scenarios, and
+// medians reported as ratios to the bytes+JSON.parse floor and to the naive client, plus peak RSS.
+// Usage: node bench/run.js [--rounds 3] [--dataset job_listings] [--page-size 10000] [--concurrency 2]
+//        [--only a,b] [--formats]   (CSV/XLSX scenarios are slow; --formats adds them)
+import { execFile, fork } from 'node:child_process';
+import { cpus, totalmem } from 'node:os';
+import { parseArgs, promisify } from 'node:util';
+
+const run = promisify(execFile);
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    dataset: { type: 'string', default: 'job_listings' },
+    'page-size': { type: 'string', default: '10000' },
+    concurrency: { type: 'string', default: '2' },
+    only: { type: 'string' },
+    formats: { type: 'boolean', default: false },
+  },
+});
+
+const base = ['bytes', 'json-parse', 'naive', 'lib-table', 'lib-rows', 'lib-ipc-file'];
+const formats = ['csv-parse', 'lib-table-csv', 'lib-table-xlsx'];
+const names = values.only ? values.only.split(',') : values.formats ? [...base, ...formats] : base;
+
+const server = fork(new URL('./server.js', import.meta.url), {
+  stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+});
+const { url } = await new Promise((resolve) => server.once('message', resolve));
+
+async function scenario(name) {
+  const { stdout } = await run(
+    process.execPath,
+    [
+      new URL('./scenario.js', import.meta.url).pathname,
+      name,
+      url,
+      values.dataset,
+      values['page-size'],
+      values.concurrency,
+    ],
+    { maxBuffer: 1 << 20 },
+  );
+  return JSON.parse(stdout.trim().split('\n').pop());
+}
+
+console.log(
+  `machine: ${cpus().length} x ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`,
+);
+console.log(`dataset ${values.dataset}, page size ${values['page-size']}, concurrency ${values.concurrency}`);
+// Warm-up: every format's pages serialized once into the server's cache.
+for (const name of new Set([
+  'bytes',
+  ...(names.some((n) => n.includes('csv')) ? ['csv-parse'] : []),
+  ...(names.includes('lib-table-xlsx') ? ['lib-table-xlsx'] : []),
+  ...(names.includes('naive') ? ['naive'] : []),
+])) {
+  await scenario(name);
+}
+const results = Object.fromEntries(names.map((n) => [n, []]));
+for (let r = 0; r < Number(values.rounds); r++) {
+  for (const name of names) results[name].push(await scenario(name));
+}
+server.disconnect();
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const summary = Object.fromEntries(
+  names.map((n) => [
+    n,
+    {
+      ms: median(results[n].map((x) => x.ms)),
+      rss: median(results[n].map((x) => x.maxRssMB)),
+      rows: results[n][0].rows,
+    },
+  ]),
+);
+const floor = summary['json-parse']?.ms;
+const naive = summary.naive?.ms;
+console.log('');
+console.log('| scenario | rows | median s | x floor (bytes+JSON.parse) | naive / this | peak RSS MB |');
+console.log('|---|---|---|---|---|---|');
+for (const n of names) {
+  const s = summary[n];
+  const xFloor = floor ? (s.ms / floor).toFixed(2) : '-';
+  const vsNaive = naive ? (naive / s.ms).toFixed(2) : '-';
+  console.log(
+    `| ${n} | ${s.rows} | ${(s.ms / 1000).toFixed(2)} | ${xFloor} | ${vsNaive} | ${s.rss.toFixed(0)} |`,
+  );
+}
