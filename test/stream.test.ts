@@ -75,6 +75,19 @@ describe('ResultStream', () => {
     expect(fromArrow).toEqual(want);
   });
 
+  it('rows mode delivers every row of a larger result through for-await and through pipe (regression: stalled pump)', async () => {
+    const { client } = await setup({ seed: SEED, rowCap: 30_000 });
+    const result = await client.query('job_listings', {});
+    let n = 0;
+    for await (const _ of result.stream({ output: 'rows', pageSize: 5000, concurrency: 2 })) n++;
+    expect(n).toBe(30_000);
+    let m = 0;
+    await pipeline(result.stream({ output: 'rows', pageSize: 3000 }), async (source: AsyncIterable<unknown>) => {
+      for await (const _ of source) m++;
+    });
+    expect(m).toBe(30_000);
+  });
+
   it('property: any page size, concurrency, window, batch size, start and consumer delay give the same rows', async () => {
     const { client } = await setup({ seed: SEED, rowCap: 600 });
     const result = await client.query('job_listings', {});
