@@ -1,0 +1,142 @@
+/**
+ * Command-line parsing on `node:util` `parseArgs`, plus what it lacks: option help text, typed accessors
+ * that validate with "Expected …, got …" messages, and positional argument checks. Every failure is a
+ * `UsageError` (exit code 2).
+ */
+import { parseArgs } from 'node:util';
+import { UsageError } from './errors.js';
+
+export interface OptionSpec {
+  readonly type: 'string' | 'boolean';
+  readonly short?: string;
+  readonly multiple?: boolean;
+  /** Placeholder of the value in help, e.g. `FILE`. */
+  readonly arg?: string;
+  readonly help: string;
+}
+
+export type OptionSpecs = Readonly<Record<string, OptionSpec>>;
+
+export type Values = Readonly<Record<string, string | boolean | (string | boolean)[] | undefined>>;
+
+export interface ParsedArgs {
+  readonly values: Values;
+  readonly positionals: readonly string[];
+}
+
+/** Options every command takes. */
+export const COMMON_OPTIONS: OptionSpecs = {
+  help: { type: 'boolean', short: 'h', help: 'Show this help.' },
+  quiet: { type: 'boolean', short: 'q', help: 'Print nothing on stderr but errors.' },
+  debug: {
+    type: 'boolean',
+    help: 'On failure, print the full error with its causes (the key stays hidden).',
+  },
+};
+
+/** Options of the commands that talk to the service. */
+export const CONNECTION_OPTIONS: OptionSpecs = {
+  'base-url': {
+    type: 'string',
+    arg: 'URL',
+    help: 'The service address (default: $DQS_BASE_URL; with neither, the embedded emulator).',
+  },
+  'api-key': { type: 'string', arg: 'KEY', help: 'The API key (default: $DQS_API_KEY). Never printed.' },
+  'allow-insecure-http': {
+    type: 'boolean',
+    help: 'Allow sending the key over plain http:// to a host other than this machine.',
+  },
+};
+
+export const JSON_OPTION: OptionSpecs = {
+  json: { type: 'boolean', help: 'Print one JSON document on stdout instead of a table.' },
+};
+
+export function parse(command: string, argv: readonly string[], options: OptionSpecs): ParsedArgs {
+  const config: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> = {};
+  for (const [name, spec] of Object.entries(options)) {
+    config[name] = {
+      type: spec.type,
+      ...(spec.short ? { short: spec.short } : {}),
+      ...(spec.multiple ? { multiple: true } : {}),
+    };
+  }
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...argv],
+      options: config,
+      allowPositionals: true,
+      strict: true,
+    });
+    return { values: values as Values, positionals };
+  } catch (err) {
+    // parseArgs' own messages name the option; drop its advice about `--`, which rarely applies here.
+    const message = String((err as Error).message).replace(/\. To specify a positional argument.*$/s, '');
+    throw new UsageError(message, command);
+  }
+}
+
+/** The positionals by name; too few or too many is a usage error. `?` marks an optional one. */
+export function positionals(command: string, args: ParsedArgs, names: readonly string[]): string[] {
+  const required = names.filter((n) => !n.endsWith('?'));
+  if (args.positionals.length < required.length) {
+    const missing = required.slice(args.positionals.length).map((n) => `<${n}>`);
+    throw new UsageError(`missing ${missing.join(' ')}`, command);
+  }
+  if (args.positionals.length > names.length) {
+    const extra = args.positionals.slice(names.length);
+    throw new UsageError(`unexpected argument ${JSON.stringify(extra[0])}`, command);
+  }
+  return [...args.positionals];
+}
+
+export function flag(values: Values, name: string): boolean {
+  return values[name] === true;
+}
+
+export function str(values: Values, name: string): string | undefined {
+  const v = values[name];
+  return typeof v === 'string' ? v : undefined;
+}
+
+export function list(values: Values, name: string): string[] {
+  const v = values[name];
+  if (v === undefined) return [];
+  return (Array.isArray(v) ? v : [v]).filter((x): x is string => typeof x === 'string');
+}
+
+/** An integer option, validated: `--page-size abc` is a usage error naming the option and the value. */
+export function int(
+  command: string,
+  values: Values,
+  name: string,
+  min: number,
+  max?: number,
+): number | undefined {
+  const raw = str(values, name);
+  if (raw === undefined) return undefined;
+  const n = /^\s*[+-]?\d+\s*$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || (max !== undefined && n > max)) {
+    const range = max === undefined ? `>= ${min}` : `from ${min} to ${max}`;
+    throw new UsageError(`Expected --${name} to be an integer ${range}, got ${JSON.stringify(raw)}`, command);
+  }
+  return n;
+}
+
+/** One of a fixed set of words. */
+export function choice<T extends string>(
+  command: string,
+  values: Values,
+  name: string,
+  allowed: readonly T[],
+): T | undefined {
+  const raw = str(values, name);
+  if (raw === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new UsageError(
+      `Expected --${name} to be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`,
+      command,
+    );
+  }
+  return raw as T;
+}

@@ -1,0 +1,17 @@
+/** Every command, in the order `dqs --help` lists them. */
+import type { Command } from '../command.js';
+import { datasetCommand } from './dataset.js';
+import { datasetsCommand } from './datasets.js';
+import { queryCommand } from './query.js';
+import { serveCommand } from './serve.js';
+import { statusCommand } from './status.js';
+import { tickersCommand } from './tickers.js';
+
+export const COMMANDS: readonly Command[] = [
+  queryCommand,
+  datasetsCommand,
+  datasetCommand,
+  tickersCommand,
+  statusCommand,
+  serveCommand,
+];

@@ -1,0 +1,219 @@
+/**
+ * `dqs query <dataset> --out FILE`: the main job. Creates the query, waits for it, streams the result
+ * page by page into a writer chosen by the file's extension, and renames the file into place only when
+ * complete. Ctrl-C aborts the requests in flight and removes the temporary file.
+ */
+import { readFile } from 'node:fs/promises';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { StreamOptions } from '../../query/stream-options.js';
+import { choice, flag, int, JSON_OPTION, list, positionals, str, type Values } from '../args.js';
+import { AtomicFile } from '../atomic-file.js';
+import type { CliIo, Command } from '../command.js';
+import { LocalError, systemReason, UsageError } from '../errors.js';
+import { ExitCode } from '../exit-codes.js';
+import { FILE_FORMATS, fileFormatOf, LABELS, writerFor } from '../file-formats.js';
+import { printJson } from '../print.js';
+import { createProgress } from '../progress.js';
+import { bytes, count, duration } from '../text.js';
+
+const WIRE_FORMATS = ['auto', 'json', 'csv', 'xlsx'] as const;
+
+export const queryCommand: Command = {
+  name: 'query',
+  summary: 'Run a query and export the result: .arrow, .arrows, .parquet, .csv, .jsonl, or stdout.',
+  usage: 'dqs query <dataset> --out FILE [--ticker TICKER ...] [options]',
+  description:
+    'Runs a query on a dataset (all of it, or only some tickers), waits for it, and writes every row to\n' +
+    'FILE in the format its extension names: .arrow/.feather (Arrow IPC file), .arrows (Arrow IPC stream),\n' +
+    '.parquet (zstd), .csv, .jsonl/.ndjson. `--out -` writes to stdout (Arrow IPC stream unless --as says\n' +
+    'otherwise), for piping into another tool. The file appears under its name only once complete: it is\n' +
+    'written to FILE.partial-<pid> and renamed. Progress on stderr when it is a terminal; a summary at the end.',
+  options: {
+    ticker: {
+      type: 'string',
+      multiple: true,
+      arg: 'TICKER',
+      help: 'Only this ticker, e.g. nasdaq:aapl. Without any: the whole dataset.',
+    },
+    'tickers-file': {
+      type: 'string',
+      arg: 'FILE',
+      help: 'More tickers, one per line or comma-separated (# comments; - reads stdin).',
+    },
+    out: { type: 'string', short: 'o', arg: 'FILE', help: 'The output file, or - for stdout.' },
+    as: {
+      type: 'string',
+      arg: 'FORMAT',
+      help: `Output format whatever the extension: ${FILE_FORMATS.join('|')}.`,
+    },
+    format: {
+      type: 'string',
+      arg: 'WIRE',
+      help: 'Format to read from the service: auto|json|csv|xlsx (auto: table JSON when offered). Same output.',
+    },
+    'page-size': { type: 'string', arg: 'N', help: 'Rows per page request (default 10000).' },
+    concurrency: { type: 'string', arg: 'N', help: 'Page requests at once (default 4).' },
+    'batch-size': {
+      type: 'string',
+      arg: 'N',
+      help: 'Rows per Arrow record batch written (default: the page size).',
+    },
+    json: {
+      ...JSON_OPTION.json!,
+      help: 'Print a JSON summary on stdout (query id, rows, file, bytes); not with --out -.',
+    },
+  },
+  connects: true,
+  examples: [
+    'dqs query job_listings --ticker nasdaq:aapl --out aapl.parquet',
+    'dqs query job_listings --ticker nasdaq:aapl --ticker nyse:ibm --out jobs.csv',
+    'dqs query web_traffic --tickers-file tickers.txt --out - | duckdb -c "SELECT count(*) FROM read_arrow(\'/dev/stdin\')"',
+    'dqs query job_listings --ticker nasdaq:aapl --out - --as jsonl | jq .title',
+  ],
+  async run(args, ctx) {
+    const [dataset] = positionals('query', args, ['dataset']);
+    const v = args.values;
+    const out = str(v, 'out');
+    if (out === undefined || out === '') {
+      throw new UsageError('missing --out FILE (e.g. --out aapl.parquet, or --out - for stdout)', 'query');
+    }
+    const format = fileFormatOf(out, choice('query', v, 'as', FILE_FORMATS));
+    const json = flag(v, 'json');
+    if (json && out === '-') {
+      throw new UsageError(
+        '--json prints a summary on stdout, where --out - writes the data: use one',
+        'query',
+      );
+    }
+    if (out === '-' && ctx.io.stdout.isTTY && format !== 'csv' && format !== 'jsonl') {
+      throw new UsageError(
+        'refusing to write binary Arrow/Parquet to a terminal: pipe it, or use --as jsonl',
+        'query',
+      );
+    }
+    const tickers = await readTickers(v, ctx.io);
+    const options = streamOptions(v);
+
+    const started = performance.now();
+    // Created before anything is requested: an unwritable path fails at once, not after the download.
+    const target = out === '-' ? undefined : await AtomicFile.create(out);
+    try {
+      const { client } = await ctx.connect();
+      const stream = client.stream(dataset!, tickers.length ? { tickers } : {}, {
+        ...options,
+        signal: ctx.signal,
+      });
+      const progress = createProgress(ctx.io.stderr, !ctx.quiet);
+      let rows = 0;
+      let truncated = false;
+      stream.once('schema', () => {
+        const source = stream.source;
+        ctx.debug(`query ${source?.id} complete: ${source?.total} rows, truncated: ${source?.truncated}`);
+        progress.start(source?.total ?? 0);
+      });
+      stream.on('progress', (e) => {
+        rows = e.rows;
+        progress.update(e);
+      });
+      stream.once('truncated', () => {
+        truncated = true;
+      });
+      const counter = new ByteCounter();
+      try {
+        await pipeline([stream, ...writerFor(format), counter, target?.stream ?? ctx.io.stdout], {
+          signal: ctx.signal,
+        });
+      } finally {
+        progress.stop();
+      }
+      const size = target ? await target.commit() : counter.bytes;
+      const ms = performance.now() - started;
+      const source = stream.source;
+      if (json) {
+        printJson(ctx.io.stdout, {
+          dataset,
+          queryId: source?.id ?? null,
+          tickers,
+          rows,
+          total: source?.total ?? rows,
+          truncated,
+          file: out,
+          format,
+          bytes: size,
+          seconds: Math.round(ms) / 1000,
+        });
+      }
+      const where = target ? out : 'stdout';
+      const state = truncated
+        ? `TRUNCATED at the service's row cap (${count(source?.total ?? rows)} rows): narrow the query, e.g. fewer tickers, to get every row`
+        : 'complete';
+      ctx.info(
+        `wrote ${count(rows)} rows to ${where} (${LABELS[format]}, ${bytes(size)}) in ${duration(ms)}; ${state}`,
+      );
+      return ExitCode.ok;
+    } catch (err) {
+      await target?.discard();
+      throw err;
+    }
+  },
+};
+
+function streamOptions(v: Values): StreamOptions {
+  const format = choice('query', v, 'format', WIRE_FORMATS);
+  const pageSize = int('query', v, 'page-size', 1);
+  const concurrency = int('query', v, 'concurrency', 1, 64);
+  const batchSize = int('query', v, 'batch-size', 1);
+  return {
+    ...(format !== undefined ? { format } : {}),
+    ...(pageSize !== undefined ? { pageSize } : {}),
+    ...(concurrency !== undefined ? { concurrency } : {}),
+    ...(batchSize !== undefined ? { batchSize } : {}),
+  };
+}
+
+/** `--ticker`s then the `--tickers-file`'s, in order, without repeats. */
+async function readTickers(v: Values, io: CliIo): Promise<string[]> {
+  const tickers = list(v, 'ticker');
+  const file = str(v, 'tickers-file');
+  if (file !== undefined) {
+    let text: string;
+    try {
+      text = file === '-' ? await readAll(io.stdin) : await readFile(file, 'utf8');
+    } catch (err) {
+      throw new LocalError(`cannot read --tickers-file ${file}: ${systemReason(err)}`, { cause: err });
+    }
+    const fromFile = text
+      .split(/\r?\n/)
+      .flatMap((line) => line.replace(/#.*/, '').split(/[\s,]+/))
+      .filter((t) => t.length > 0);
+    // An empty list means "no filter" to the service: the whole dataset. Never do that by accident.
+    if (fromFile.length === 0) {
+      throw new UsageError(
+        `--tickers-file ${file} lists no tickers (an empty list would query everything)`,
+        'query',
+      );
+    }
+    tickers.push(...fromFile);
+  }
+  return [...new Set(tickers)];
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Passes bytes through and counts them: the size of what went to stdout. */
+class ByteCounter extends Transform {
+  bytes = 0;
+  override _transform(
+    chunk: Buffer,
+    _encoding: BufferEncoding,
+    callback: (e?: Error | null, d?: Buffer) => void,
+  ) {
+    this.bytes += chunk.length;
+    callback(null, chunk);
+  }
+}

@@ -1,0 +1,82 @@
+/** `dqs serve`: runs the emulator (synthetic data, the real wire protocol) until Ctrl-C. */
+import { flag, int, JSON_OPTION, positionals, str } from '../args.js';
+import type { Command } from '../command.js';
+import { LocalError, systemReason } from '../errors.js';
+import { ExitCode } from '../exit-codes.js';
+import { printJson } from '../print.js';
+
+export const serveCommand: Command = {
+  name: 'serve',
+  summary: 'Run the emulator: a local Dataset Query Service with synthetic data.',
+  usage: 'dqs serve [--port N] [--api-key KEY] [options]',
+  description:
+    'Runs the emulator until Ctrl-C (exit code 0). It prints its address on stdout (with --json: {"url", "port"}),\n' +
+    'so other shells and tools can point DQS_BASE_URL at it. The key is not printed when you chose it.',
+  options: {
+    port: { type: 'string', arg: 'N', help: 'TCP port; 0 picks a free one (default 8080).' },
+    host: { type: 'string', arg: 'HOST', help: 'Interface to listen on (default 127.0.0.1).' },
+    'api-key': { type: 'string', arg: 'KEY', help: 'The key clients must send (default "demo").' },
+    'row-cap': {
+      type: 'string',
+      arg: 'N',
+      help: 'Rows per query result before truncation (default 500000).',
+    },
+    seed: { type: 'string', arg: 'N', help: 'Seed of the synthetic data (default 1): same seed, same rows.' },
+    'query-delay-ms': { type: 'string', arg: 'MS', help: 'How long a new query stays running (default 0).' },
+    'max-page-size': {
+      type: 'string',
+      arg: 'N',
+      help: 'Largest page served; larger limits are clamped (default 100000).',
+    },
+    ...JSON_OPTION,
+  },
+  connects: false,
+  examples: ['dqs serve --port 8080', 'DQS_BASE_URL=http://127.0.0.1:8080 DQS_API_KEY=demo dqs datasets'],
+  async run(args, ctx) {
+    positionals('serve', args, []);
+    const v = args.values;
+    const options = {
+      port: int('serve', v, 'port', 0, 65535) ?? 8080,
+      host: str(v, 'host') ?? '127.0.0.1',
+      ...optional('apiKey', str(v, 'api-key')),
+      ...optional('rowCap', int('serve', v, 'row-cap', 1)),
+      ...optional('seed', int('serve', v, 'seed', 0, 0xffffffff)),
+      ...optional('queryDelayMs', int('serve', v, 'query-delay-ms', 0)),
+      ...optional('maxPageSize', int('serve', v, 'max-page-size', 1)),
+    };
+    const { startEmulator } = await import('../../emulator/index.js');
+    let emulator: Awaited<ReturnType<typeof startEmulator>>;
+    try {
+      emulator = await startEmulator(options);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code?.startsWith('EADDR')) {
+        throw new LocalError(
+          `cannot listen on ${options.host}:${options.port}: ${systemReason(err)}; pick another --port (0 picks a free one)`,
+          { cause: err },
+        );
+      }
+      throw err;
+    }
+    try {
+      if (flag(v, 'json')) printJson(ctx.io.stdout, { url: emulator.url, port: emulator.port });
+      else ctx.io.stdout.write(`${emulator.url}\n`);
+      const key =
+        str(v, 'api-key') === undefined ? `DQS_API_KEY=${emulator.apiKey}` : 'DQS_API_KEY=<your --api-key>';
+      ctx.info(`emulator listening; in another shell: DQS_BASE_URL=${emulator.url} ${key} dqs datasets`);
+      ctx.info('press Ctrl-C to stop');
+      await new Promise<void>((resolve) => {
+        if (ctx.signal.aborted) resolve();
+        else ctx.signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+      ctx.info('emulator stopped');
+      return ExitCode.ok;
+    } finally {
+      await emulator.close();
+    }
+  },
+};
+
+/** `{ [key]: value }` only when defined (exactOptionalPropertyTypes forbids explicit undefined). */
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return value === undefined ? {} : ({ [key]: value } as { [P in K]?: V });
+}

@@ -1,0 +1,78 @@
+/**
+ * Where the CLI's requests go. Flags beat the environment, and with no address at all the command starts
+ * the embedded emulator in this process and says so on stderr: that is what makes the README's first
+ * command work on a fresh clone, with no account and no server.
+ */
+import { DatasetClient } from '../client.js';
+import type { Values } from './args.js';
+import { flag, str } from './args.js';
+
+export type ConnectionSettings =
+  | {
+      readonly kind: 'service';
+      readonly baseUrl: string;
+      readonly apiKey: string | undefined;
+      readonly allowInsecureHttp: boolean;
+    }
+  | { readonly kind: 'embedded' };
+
+export interface Connection {
+  readonly client: DatasetClient;
+  readonly baseUrl: string;
+  /** True when the requests go to the emulator this process started. */
+  readonly embedded: boolean;
+  close(): Promise<void>;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value;
+}
+
+/** Flags (`--base-url`, `--api-key`) first, then `DQS_BASE_URL` / `DQS_API_KEY`; no address → embedded. */
+export function resolveConnection(values: Values, env: NodeJS.ProcessEnv): ConnectionSettings {
+  const baseUrl = nonEmpty(str(values, 'base-url')) ?? nonEmpty(env.DQS_BASE_URL);
+  if (baseUrl === undefined) return { kind: 'embedded' };
+  return {
+    kind: 'service',
+    baseUrl,
+    apiKey: nonEmpty(str(values, 'api-key')) ?? nonEmpty(env.DQS_API_KEY),
+    allowInsecureHttp: flag(values, 'allow-insecure-http'),
+  };
+}
+
+/** The secrets to keep out of every line the CLI prints. */
+export function secretsOf(values: Values, env: NodeJS.ProcessEnv): string[] {
+  return [str(values, 'api-key'), env.DQS_API_KEY].filter((s): s is string => !!s && s.length > 0);
+}
+
+/**
+ * Opens the connection; `notice` gets the one line that says the embedded emulator is in use.
+ * The emulator module is loaded only then, so commands against a real service never pay for it.
+ */
+export async function openConnection(
+  settings: ConnectionSettings,
+  notice: (line: string) => void,
+): Promise<Connection> {
+  if (settings.kind === 'service') {
+    const client = new DatasetClient({
+      baseUrl: settings.baseUrl,
+      allowInsecureHttp: settings.allowInsecureHttp,
+      // Explicit, so the library does not fall back on DQS_API_KEY when the user gave no key.
+      apiKey: settings.apiKey ?? '',
+    });
+    return { client, baseUrl: client.baseUrl, embedded: false, close: () => client.close() };
+  }
+  const { startEmulator } = await import('../emulator/index.js');
+  const emulator = await startEmulator({ port: 0 });
+  const client = new DatasetClient({ baseUrl: emulator.url, apiKey: emulator.apiKey });
+  notice(`no DQS_BASE_URL given; using the embedded emulator at ${emulator.url} (synthetic data)`);
+  return {
+    client,
+    baseUrl: client.baseUrl,
+    embedded: true,
+    async close() {
+      await client.close();
+      await emulator.close();
+    },
+  };
+}

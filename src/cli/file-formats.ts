@@ -1,0 +1,68 @@
+/**
+ * Output file formats of `dqs query`, chosen by the file's extension (or `--as`): each maps to a writer
+ * from src/output, a Duplex from RecordBatches to bytes.
+ */
+import { extname } from 'node:path';
+import type { Duplex } from 'node:stream';
+import { toArrowIpc } from '../output/arrow-ipc.js';
+import { toCsv } from '../output/csv.js';
+import { decodeDictionaries } from '../output/dictionaries.js';
+import { toJsonl } from '../output/jsonl.js';
+import { toParquet } from '../output/parquet.js';
+import { UsageError } from './errors.js';
+
+export type FileFormat = 'arrow' | 'arrows' | 'parquet' | 'csv' | 'jsonl';
+
+export const FILE_FORMATS: readonly FileFormat[] = ['arrow', 'arrows', 'parquet', 'csv', 'jsonl'];
+
+const BY_EXTENSION: Readonly<Record<string, FileFormat>> = {
+  '.arrow': 'arrow',
+  '.feather': 'arrow', // Feather v2 is the Arrow IPC file format
+  '.arrows': 'arrows',
+  '.parquet': 'parquet',
+  '.csv': 'csv',
+  '.jsonl': 'jsonl',
+  '.ndjson': 'jsonl',
+};
+
+export const LABELS: Readonly<Record<FileFormat, string>> = {
+  arrow: 'Arrow IPC file',
+  arrows: 'Arrow IPC stream',
+  parquet: 'Parquet/zstd',
+  csv: 'CSV',
+  jsonl: 'JSON Lines',
+};
+
+/** `--as` if given, else the extension of `out`; stdout (`-`) defaults to the Arrow IPC stream. */
+export function fileFormatOf(out: string, as: FileFormat | undefined): FileFormat {
+  if (as) return as;
+  if (out === '-') return 'arrows';
+  const format = BY_EXTENSION[extname(out).toLowerCase()];
+  if (!format) {
+    throw new UsageError(
+      `cannot tell the output format of ${JSON.stringify(out)} from its extension; use one of ` +
+        `${Object.keys(BY_EXTENSION).join(', ')}, or --as ${FILE_FORMATS.join('|')}`,
+      'query',
+    );
+  }
+  return format;
+}
+
+/**
+ * The stages from RecordBatches to the file's bytes. Arrow IPC gets plain strings instead of the ticker
+ * dictionary: the result's dictionary grows, which makes delta dictionaries, and Polars cannot read those.
+ */
+export function writerFor(format: FileFormat): Duplex[] {
+  switch (format) {
+    case 'arrow':
+      return [decodeDictionaries(), toArrowIpc({ format: 'file' })];
+    case 'arrows':
+      return [decodeDictionaries(), toArrowIpc({ format: 'stream' })];
+    case 'parquet':
+      return [toParquet()];
+    case 'csv':
+      return [toCsv()];
+    case 'jsonl':
+      return [toJsonl()];
+  }
+}

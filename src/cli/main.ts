@@ -1,0 +1,24 @@
+#!/usr/bin/env node
+/**
+ * The `dqs` executable. Everything but process wiring lives in `run.ts`: here the real streams, the
+ * interrupt signal and the exit code.
+ */
+import { onInterrupt } from './interrupt.js';
+import { runCli } from './run.js';
+
+// A reader that goes away (`dqs datasets | head -1`) is not an error of ours.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
+const interrupt = onInterrupt();
+const code = await runCli(
+  process.argv.slice(2),
+  { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env },
+  interrupt.signal,
+);
+// Set, not `process.exit()`: stdout may still be draining into a pipe.
+process.exitCode = code;
+// Everything is closed by now; should a handle still hold the loop open, do not hang the shell.
+setTimeout(() => process.exit(code), 2000).unref();

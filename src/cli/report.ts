@@ -1,0 +1,118 @@
+/**
+ * Turning any failure into one line on stderr (what failed, why, what to do) and an exit code. The full
+ * error, with its `cause` chain and stack, is printed only with `--debug`; the API key is masked in both.
+ */
+import { inspect } from 'node:util';
+import { DqsError, HttpError } from '../core/errors.js';
+import { Interrupted, LocalError, UsageError } from './errors.js';
+import { ExitCode, type ExitCodeValue, exitCodeOf } from './exit-codes.js';
+
+export interface ReportContext {
+  readonly command: string | undefined;
+  /** The service address, for hints about connecting. */
+  readonly baseUrl?: string | undefined;
+  /** Strings to mask wherever they appear (the API key). */
+  readonly secrets: readonly string[];
+}
+
+export interface Report {
+  readonly exitCode: ExitCodeValue;
+  /** One line, no trailing newline. */
+  readonly line: string;
+}
+
+const MASK = '***';
+
+/** `text` with every secret replaced by `***`. */
+export function redact(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) if (s) out = out.split(s).join(MASK);
+  return out;
+}
+
+function hintFor(err: DqsError, ctx: ReportContext): string {
+  const help = ctx.command ? `dqs ${ctx.command} --help` : 'dqs --help';
+  switch (err.code) {
+    case 'DQS_AUTH':
+      return 'Check --api-key or DQS_API_KEY.';
+    case 'DQS_NOT_FOUND':
+      return ctx.command === 'status'
+        ? 'Check the dataset and query ids (queries of the embedded emulator live only as long as it runs).'
+        : 'Check the dataset id: `dqs datasets` lists them.';
+    case 'DQS_NETWORK':
+      return `Is the service reachable${ctx.baseUrl ? ` at ${ctx.baseUrl}` : ''}? Check --base-url or DQS_BASE_URL.`;
+    case 'DQS_TIMEOUT':
+      return 'The service did not answer in time; try again, or a smaller --page-size.';
+    case 'DQS_SERVER':
+      return 'The service failed; try again later.';
+    case 'DQS_RATE_LIMITED':
+      return 'Too many requests; try again later, or a lower --concurrency.';
+    case 'DQS_FORMAT_NOT_OFFERED':
+    case 'DQS_NOT_ACCEPTABLE':
+      return 'Try --format auto.';
+    case 'DQS_INVALID_ARGUMENT':
+    case 'DQS_BAD_REQUEST':
+      return `See \`${help}\`.`;
+    case 'DQS_PROTOCOL':
+    case 'DQS_DECODE':
+    case 'DQS_INVALID_VALUE':
+    case 'DQS_RESPONSE_TOO_LARGE':
+      return "The service's answer could not be read; rerun with --debug and report it.";
+    default:
+      return '';
+  }
+}
+
+function whatFailed(err: DqsError): string {
+  if (err instanceof HttpError) {
+    // Our own wording instead of `err.message`, whose hint speaks of library options (`apiKey`).
+    const server = err.serverMessage ? `: ${err.serverMessage}` : '';
+    return `${err.status} from the service (${err.method} ${err.url})${server}`;
+  }
+  return err.message;
+}
+
+function sentence(text: string): string {
+  return /[.!?)]$/.test(text) ? text : `${text}.`;
+}
+
+function isEpipe(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException | undefined)?.code === 'EPIPE';
+}
+
+export function report(err: unknown, ctx: ReportContext): Report {
+  const prefix = ctx.command ? `dqs ${ctx.command}: ` : 'dqs: ';
+  let exitCode: ExitCodeValue;
+  let line: string;
+  if (err instanceof Interrupted) {
+    exitCode = err.exitCode;
+    line = `${prefix}${err.message}`;
+  } else if (err instanceof UsageError) {
+    exitCode = err.exitCode;
+    line =
+      `${prefix}${sentence(err.message)} See \`dqs ${err.command ?? ctx.command ?? ''} --help\`.`.replace(
+        'dqs  --help',
+        'dqs --help',
+      );
+  } else if (err instanceof LocalError) {
+    exitCode = err.exitCode;
+    line = `${prefix}${sentence(err.message)}`;
+  } else if (err instanceof DqsError) {
+    exitCode = exitCodeOf(err.code);
+    const hint = hintFor(err, ctx);
+    line = `${prefix}${sentence(whatFailed(err))}${hint ? ` ${hint}` : ''}`;
+  } else if (isEpipe(err)) {
+    exitCode = ExitCode.ok;
+    line = '';
+  } else {
+    exitCode = ExitCode.unexpected;
+    const message = err instanceof Error ? err.message : String(err);
+    line = `${prefix}unexpected error: ${sentence(message)} Rerun with --debug for details, and please report it.`;
+  }
+  return { exitCode, line: redact(line.replace(/\s*\n\s*/g, ' '), ctx.secrets) };
+}
+
+/** The whole error for `--debug`: stack, properties and causes, masked. */
+export function debugText(err: unknown, secrets: readonly string[]): string {
+  return redact(inspect(err, { depth: 6, breakLength: 110 }), secrets);
+}

@@ -1,0 +1,109 @@
+/**
+ * `runCli()`: one command line to one exit code. Finds the command, parses its options, runs it with a
+ * context (lazy connection, stderr notices, the interrupt signal), reports any failure as one line, and
+ * always closes the connection (and with it the embedded emulator).
+ */
+import { VERSION } from '../core/version.js';
+import { COMMON_OPTIONS, CONNECTION_OPTIONS, flag, parse } from './args.js';
+import type { CliIo, Command, CommandContext } from './command.js';
+import { COMMANDS } from './commands/index.js';
+import { type Connection, openConnection, resolveConnection, secretsOf } from './connection.js';
+import { UsageError } from './errors.js';
+import { ExitCode } from './exit-codes.js';
+import { commandHelp, mainHelp } from './help.js';
+import { debugText, redact, report } from './report.js';
+
+function write(stream: NodeJS.WriteStream, text: string): void {
+  stream.write(text.endsWith('\n') ? text : `${text}\n`);
+}
+
+function findCommand(name: string): Command {
+  const command = COMMANDS.find((c) => c.name === name);
+  if (!command) {
+    const names = COMMANDS.map((c) => c.name);
+    const near = names.find((n) => n.startsWith(name.slice(0, 3)));
+    throw new UsageError(
+      `unknown command ${JSON.stringify(name)}${near ? ` (did you mean \`${near}\`?)` : ''}`,
+    );
+  }
+  return command;
+}
+
+export async function runCli(argv: readonly string[], io: CliIo, signal: AbortSignal): Promise<number> {
+  const [first, ...rest] = argv;
+  if (first === '--version' || first === '-V') {
+    write(io.stdout, VERSION);
+    return ExitCode.ok;
+  }
+  if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+    const topic = first === 'help' ? rest[0] : undefined;
+    if (topic !== undefined && COMMANDS.some((c) => c.name === topic)) {
+      write(io.stdout, commandHelp(findCommand(topic)));
+      return ExitCode.ok;
+    }
+    // Bare `dqs` is a usage error (scripts should notice), but still shows what to type.
+    write(first === undefined ? io.stderr : io.stdout, mainHelp(COMMANDS, VERSION));
+    return first === undefined ? ExitCode.usage : ExitCode.ok;
+  }
+
+  let command: Command | undefined;
+  let secrets: string[] = secretsOf({}, io.env);
+  let debug = argv.includes('--debug');
+  let connection: Connection | undefined;
+  let opening: Promise<Connection> | undefined;
+  try {
+    command = findCommand(first);
+    const options = {
+      ...command.options,
+      ...(command.connects ? CONNECTION_OPTIONS : {}),
+      ...COMMON_OPTIONS,
+    };
+    const args = parse(command.name, rest, options);
+    secrets = secretsOf(args.values, io.env);
+    debug = flag(args.values, 'debug');
+    if (flag(args.values, 'help')) {
+      write(io.stdout, commandHelp(command));
+      return ExitCode.ok;
+    }
+    const quiet = flag(args.values, 'quiet');
+    const settings = resolveConnection(args.values, io.env);
+    const ctx: CommandContext = {
+      io,
+      signal,
+      quiet,
+      info: (line) => {
+        if (!quiet) write(io.stderr, redact(`dqs: ${line}`, secrets));
+      },
+      debug: (line) => {
+        if (debug) write(io.stderr, redact(`dqs [debug]: ${line}`, secrets));
+      },
+      connect: () => {
+        opening ??= openConnection(settings, ctx.info).then((c) => {
+          connection = c;
+          return c;
+        });
+        return opening;
+      },
+    };
+    ctx.debug(
+      settings.kind === 'service'
+        ? `service ${settings.baseUrl}, API key ${settings.apiKey ? 'set' : 'not set'}`
+        : 'no service address: embedded emulator',
+    );
+    return await command.run(args, ctx);
+  } catch (err) {
+    // A command interrupted mid-flight fails with whatever the abort caused; the signal says why.
+    const cause = signal.aborted ? signal.reason : err;
+    const { exitCode, line } = report(cause, {
+      command: command?.name,
+      baseUrl: connection?.baseUrl,
+      secrets,
+    });
+    if (line) write(io.stderr, line);
+    if (debug && !signal.aborted) write(io.stderr, debugText(err, secrets));
+    return exitCode;
+  } finally {
+    if (connection) await connection.close().catch(() => {});
+    else if (opening) await opening.then((c) => c.close()).catch(() => {});
+  }
+}
