@@ -46,6 +46,10 @@ export {
   type WireValue,
 } from './core/wire.js';
 export { type ArrowIpcOptions, toArrowIpc } from './output/arrow-ipc.js';
+export { type CsvOptions, toCsv } from './output/csv.js';
+export { decodeDictionaries } from './output/dictionaries.js';
+export { toJsonl } from './output/jsonl.js';
+export { type ParquetCompression, type ParquetOptions, toParquet } from './output/parquet.js';
 export { type DownloadOptions, QueryResult } from './query/query-result.js';
 export {
   type Checkpoint,
