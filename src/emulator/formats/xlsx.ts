@@ -7,7 +7,20 @@ import type { PageData } from './page.js';
  * `results`, row 1 the field ids, then one row per result row. Strings (dates and timestamps as their
  * wire text) are text cells, numbers numeric, booleans boolean; null is no cell and "" an empty text
  * cell, which exceljs's streaming reader gives back as null and "" respectively.
+ *
+ * Text is escaped as Excel itself writes OOXML strings (ST_Xstring): a CR, which XML line-end handling
+ * would turn into LF on read, is written `_x000D_`, and a literal `_xHHHH_` is protected as `_x005F_xHHHH_`.
+ * Readers that follow the convention (Excel, LibreOffice, our decoder) get the exact text back.
  */
+export function escapeXlsxText(text: string): string {
+  if (!text.includes('_x') && !text.includes('\r')) return text;
+  return text.replace(/_x([0-9A-Fa-f]{4})_/g, '_x005F_x$1_').replace(/\r/g, '_x000D_');
+}
+
+function escapeRow(row: readonly unknown[]): unknown[] {
+  return row.map((v) => (typeof v === 'string' ? escapeXlsxText(v) : v));
+}
+
 export async function xlsx(page: PageData): Promise<Buffer> {
   const chunks: Buffer[] = [];
   const stream = new PassThrough();
@@ -24,7 +37,7 @@ export async function xlsx(page: PageData): Promise<Buffer> {
   const sheet = workbook.addWorksheet('results');
   sheet.addRow(page.fields.map((f) => f.id)).commit();
   for (const chunk of page.chunks()) {
-    for (const row of chunk) sheet.addRow(row as unknown[]).commit();
+    for (const row of chunk) sheet.addRow(escapeRow(row as unknown[])).commit();
   }
   sheet.commit();
   await workbook.commit();
