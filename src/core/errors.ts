@@ -31,15 +31,26 @@ export interface PageRef {
   readonly limit: number;
 }
 
+/** Where a failed download stood: pass `nextRow` as `startRow` to go on without re-reading rows. */
+export interface ResumePoint {
+  readonly datasetId: string;
+  readonly queryId: string;
+  /** 1-based position of the first row the consumer has not read. */
+  readonly nextRow: number;
+}
+
 export class DqsError extends Error {
   readonly code: DqsErrorCode;
   /** The page request this error belongs to, when it happened while reading a result. */
   page: PageRef | undefined;
+  /** Set on the error a result stream fails with, once its query is known: where to resume. */
+  checkpoint: ResumePoint | undefined;
   constructor(code: DqsErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
     this.name = new.target.name;
     this.page = undefined;
+    this.checkpoint = undefined;
   }
 }
 

@@ -4,6 +4,7 @@
  * A consumer that stops calling `next()` therefore stops new work from starting: that is the stream's
  * backpressure, reaching all the way to the network.
  */
+import { setMaxListeners } from 'node:events';
 import PQueue from 'p-queue';
 
 export interface OrderedWindowOptions {
@@ -32,6 +33,9 @@ export class OrderedWindow<T> {
     this.#run = run;
     this.#window = Math.max(options.window, options.concurrency);
     this.#queue = new PQueue({ concurrency: options.concurrency });
+    // Each task in the window listens on this signal (p-queue while queued and while running, the
+    // request, a retry pause): more than Node's default of 10, which would warn of a leak that is not one.
+    setMaxListeners(4 * this.#window + 10, this.#abort.signal);
   }
 
   /** Tasks allowed to run at once; can change while running (the stream steps down on 429s). */

@@ -45,13 +45,14 @@ export interface Checkpoint {
   readonly nextRow: number;
 }
 
+/** Sent once the consumer has read the last row of a page, so `checkpoint` is always safe to resume from. */
 export interface ProgressEvent {
-  /** Rows emitted so far by this stream. */
+  /** Rows read from this stream so far. */
   readonly rows: number;
   /** Rows this stream will emit in all (the result's total minus rows skipped by `startRow`). */
   readonly total: number;
   readonly pages: number;
-  /** Response body bytes read so far. */
+  /** Response body bytes of those pages. */
   readonly bytes: number;
   readonly checkpoint: Checkpoint;
 }
@@ -76,7 +77,11 @@ export class ResultStream extends Readable {
   #reading = false;
   #schema: Schema | undefined;
   #source: ResultSource | undefined;
-  #nextRow: number;
+  /** Rows handed to the consumer by `read()`: chunks still in Node's buffer do not count. */
+  #delivered = 0;
+  /** Pages converted but not yet wholly read by the consumer, with their progress figures. */
+  #marks: { readonly end: number; readonly pages: number; readonly bytes: number }[] = [];
+  #toEmit = 0;
   #window: OrderedWindow<PageData> | undefined;
   #calmPages = 0;
 
@@ -85,7 +90,6 @@ export class ResultStream extends Readable {
     super({ objectMode: true, highWaterMark: options.output === 'rows' ? 1024 : 2 });
     this.#resolve = resolve;
     this.#options = options;
-    this.#nextRow = options.startRow;
     const signal = options.signal;
     if (signal) {
       const onAbort = () => this.destroy(abortReason(signal, 'The result stream'));
@@ -107,11 +111,45 @@ export class ResultStream extends Readable {
     return this.#source;
   }
 
-  /** Where to resume from if the stream fails now. */
+  /**
+   * Where to resume from if the stream fails now: the first row not yet read from this stream. Rows
+   * converted but still in the stream's buffer do not count, since a failing stream drops its buffer.
+   */
   get checkpoint(): Checkpoint | undefined {
-    return (
-      this.#source && { datasetId: this.#source.datasetId, queryId: this.#source.id, nextRow: this.#nextRow }
-    );
+    return this.#checkpointAt(this.#options.startRow + this.#delivered);
+  }
+
+  /** Page requests allowed in flight now: `concurrency`, less after 429s, recovering as pages succeed. */
+  get concurrency(): number {
+    return this.#window?.concurrency ?? this.#options.concurrency;
+  }
+
+  #checkpointAt(nextRow: number): Checkpoint | undefined {
+    return this.#source && { datasetId: this.#source.datasetId, queryId: this.#source.id, nextRow };
+  }
+
+  /**
+   * Every consumer (for-await, pipe, 'data') takes chunks through `read()`, so this is where rows count
+   * as delivered, and where a page's `'progress'` is due once its last row has been taken.
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: Readable's own signature; a narrower one breaks pipeline()'s typing.
+  override read(size?: number): any {
+    const chunk = super.read(size) as Chunk | null;
+    if (chunk !== null) {
+      this.#delivered += this.#options.output === 'arrow' ? (chunk as RecordBatch).numRows : 1;
+      const nextRow = this.#options.startRow + this.#delivered;
+      while (this.#marks.length > 0 && this.#marks[0]!.end <= nextRow) {
+        const mark = this.#marks.shift()!;
+        this.emit('progress', {
+          rows: mark.end - this.#options.startRow,
+          total: this.#toEmit,
+          pages: mark.pages,
+          bytes: mark.bytes,
+          checkpoint: this.#checkpointAt(mark.end)!,
+        } satisfies ProgressEvent);
+      }
+    }
+    return chunk;
   }
 
   /** Pages requested so far (for tests of backpressure and for progress displays). */
@@ -158,6 +196,8 @@ export class ResultStream extends Readable {
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.#detachSignal();
+    // The error says where to resume (nothing is read any more, so the count is final).
+    if (error instanceof DqsError && error.checkpoint === undefined) error.checkpoint = this.checkpoint;
     this.#abort.abort(error ?? new DqsError('DQS_ABORTED', 'The result stream was destroyed'));
     this.#window?.cancel(this.#abort.signal.reason);
     // Let a suspended engine run its `finally` (it is not running: we only reach here between awaits
@@ -208,8 +248,7 @@ export class ResultStream extends Readable {
     this.#window = window;
     const onAbort = () => window.cancel(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
-    const toEmit = Math.max(0, source.total - opts.startRow + 1);
-    let rows = 0;
+    this.#toEmit = Math.max(0, source.total - opts.startRow + 1);
     let bytes = 0;
     let pageCount = 0;
     try {
@@ -224,10 +263,10 @@ export class ResultStream extends Readable {
         if (next.done) break;
         const page = next.value;
         const out = convert.page(page);
-        rows += page.rows.length;
         bytes += page.bytes;
         pageCount++;
-        this.#nextRow = page.range.start + page.rows.length;
+        // Reported by `read()` once the consumer has taken the page's last row.
+        this.#marks.push({ end: page.range.start + page.rows.length, pages: pageCount, bytes });
         if (window.concurrency < opts.concurrency && ++this.#calmPages >= 4) {
           window.concurrency += 1;
           this.#calmPages = 0;
@@ -237,13 +276,6 @@ export class ResultStream extends Readable {
           if (last) out.push(last);
         }
         if (out.length) yield out;
-        this.emit('progress', {
-          rows,
-          total: toEmit,
-          pages: pageCount,
-          bytes,
-          checkpoint: this.checkpoint!,
-        } satisfies ProgressEvent);
       }
     } finally {
       signal.removeEventListener('abort', onAbort);
