@@ -1,8 +1,8 @@
 // Micro-benchmark of the conversion layer, in process, on dist/ (run `npm run build` first):
-//   node bench/convert.js [--rows 500000] [--page 10000] [--rounds 5]
+//   node --expose-gc bench/convert.js [--rows 500000] [--page 10000] [--rounds 5]
 // 14 mixed columns like PERF-NOTES (ticker, dates, timestamps, nullable numbers, text, URLs, booleans).
-// Reports medians: JSON.parse alone, + RecordBatchBuilder, + row factory; csv-parse alone vs decodeCsv.
-
+// Medians after a warm-up: JSON.parse alone, + RecordBatchBuilder, + row factory, tableToIPC; then
+// csv-parse alone vs decodeCsv on the same rows as CSV. Machine noise is large: compare ratios.
 import { parseArgs } from 'node:util';
 import { Table, tableToIPC } from 'apache-arrow';
 import { Parser } from 'csv-parse';
@@ -72,12 +72,13 @@ const csvCell = (v) =>
     : typeof v === 'string' && (v === '' || /[",\r\n]/.test(v))
       ? `"${v.replaceAll('"', '""')}"`
       : String(v);
-
+const pageRows = (start) => Array.from({ length: Math.min(PAGE, ROWS - start) }, (_, k) => row(start + k));
+const mb = (n) => (n / 1e6).toFixed(1);
 const plan = planColumns(fields);
-const pages = [];
-const csvPages = [];
+
+let pages = [];
 for (let start = 0; start < ROWS; start += PAGE) {
-  const rows = Array.from({ length: Math.min(PAGE, ROWS - start) }, (_, k) => row(start + k));
+  const rows = pageRows(start);
   pages.push(
     JSON.stringify({
       id: 'q',
@@ -90,24 +91,15 @@ for (let start = 0; start < ROWS; start += PAGE) {
       fields,
     }),
   );
-  const csv =
-    [fields.map((f) => f.id).join(','), ...rows.map((r) => r.map(csvCell).join(','))].join('\r\n') + '\r\n';
-  const buf = Buffer.from(csv);
-  csvPages.push(
-    Array.from({ length: Math.ceil(buf.length / 65536) }, (_, k) => buf.subarray(k * 65536, (k + 1) * 65536)),
-  );
 }
-const mb = (n) => (n / 1e6).toFixed(1);
-console.log(
-  `${ROWS} rows x ${fields.length} columns, pages of ${PAGE}: table JSON ${mb(pages.reduce((n, p) => n + p.length, 0))} MB, CSV ${mb(csvPages.flat().reduce((n, b) => n + b.length, 0))} MB; median of ${ROUNDS}`,
-);
+console.log(`${ROWS} rows x ${fields.length} columns, pages of ${PAGE}, median of ${ROUNDS} after a warm-up`);
+console.log(`table JSON ${mb(pages.reduce((n, p) => n + p.length, 0))} MB`);
 
 function parseOnly() {
   let n = 0;
   for (const text of pages) n += JSON.parse(text).rows.length;
   return n;
 }
-let lastBatches = [];
 function parseAndBuild() {
   const builder = new RecordBatchBuilder(plan);
   const batches = [];
@@ -116,8 +108,7 @@ function parseAndBuild() {
     builder.appendRows(page.rows, page.start, page);
     batches.push(builder.flush());
   }
-  lastBatches = batches;
-  return batches.reduce((n, b) => n + b.numRows, 0);
+  return batches;
 }
 function parseAndRows() {
   const toRow = makeRowFactory(plan);
@@ -130,41 +121,9 @@ function parseAndRows() {
   }
   return n;
 }
-function csvParseOnly() {
-  let n = 0;
-  for (const chunks of csvPages) {
-    const parser = new Parser({});
-    for (const c of chunks)
-      parser.api.parse(
-        c,
-        false,
-        () => n++,
-        () => {},
-      );
-    parser.api.parse(
-      undefined,
-      true,
-      () => n++,
-      () => {},
-    );
-  }
-  return n - csvPages.length;
-}
-async function csvDecode() {
-  let n = 0;
-  for (let k = 0; k < csvPages.length; k++) {
-    const body = (async function* () {
-      yield* csvPages[k];
-    })();
-    for await (const chunk of decodeCsv(body, plan, { start: k * PAGE + 1, limit: PAGE })) n += chunk.length;
-  }
-  return n;
-}
-function ipc() {
-  return tableToIPC(new Table(lastBatches), 'stream').byteLength;
-}
 
 async function measure(fn) {
+  await fn();
   const times = [];
   let result;
   for (let r = 0; r < ROUNDS; r++) {
@@ -176,23 +135,67 @@ async function measure(fn) {
   times.sort((a, b) => a - b);
   return { ms: times[Math.floor(times.length / 2)], result };
 }
+const rate = (ms) => `${(((ROWS / ms) * 1000) / 1e6).toFixed(2)} M rows/s`;
+const line = (label, ms, note = '') =>
+  console.log(`${label.padEnd(30)}${ms.toFixed(0).padStart(7)} ms  ${note}`);
 
 const parse = await measure(parseOnly);
-const build = await measure(parseAndBuild);
+line('JSON.parse only', parse.ms);
+const build = await measure(() => void parseAndBuild());
+line(
+  'JSON.parse + builder',
+  build.ms,
+  `(builder ~${(build.ms - parse.ms).toFixed(0)} ms = ${rate(build.ms - parse.ms)}; x${(build.ms / parse.ms).toFixed(2)} of parse)`,
+);
 const rows = await measure(parseAndRows);
-const ipcOut = await measure(ipc);
+line(
+  'JSON.parse + row objects',
+  rows.ms,
+  `(factory ~${(rows.ms - parse.ms).toFixed(0)} ms; x${(rows.ms / parse.ms).toFixed(2)} of parse)`,
+);
+const table = new Table(parseAndBuild());
+const ipc = await measure(() => tableToIPC(table, 'stream').byteLength);
+line('tableToIPC (stream)', ipc.ms, `(${mb(ipc.result)} MB)`);
+
+pages = [];
+const csvPages = [];
+for (let start = 0; start < ROWS; start += PAGE) {
+  const buf = Buffer.from(
+    `${[fields.map((f) => f.id).join(','), ...pageRows(start).map((r) => r.map(csvCell).join(','))].join('\r\n')}\r\n`,
+  );
+  csvPages.push(
+    Array.from({ length: Math.ceil(buf.length / 65536) }, (_, k) => buf.subarray(k * 65536, (k + 1) * 65536)),
+  );
+}
+console.log(`CSV ${mb(csvPages.flat().reduce((n, b) => n + b.length, 0))} MB`);
+
+function csvParseOnly() {
+  let n = 0;
+  const push = () => n++;
+  const close = () => {};
+  for (const chunks of csvPages) {
+    const parser = new Parser({});
+    for (const c of chunks) parser.api.parse(c, false, push, close);
+    parser.api.parse(undefined, true, push, close);
+  }
+  return n - csvPages.length;
+}
+async function csvDecode(engine) {
+  let n = 0;
+  for (let k = 0; k < csvPages.length; k++) {
+    const body = (async function* () {
+      yield* csvPages[k];
+    })();
+    for await (const chunk of decodeCsv(body, plan, { start: k * PAGE + 1, limit: PAGE }, { engine }))
+      n += chunk.length;
+  }
+  return n;
+}
 const csvAlone = await measure(csvParseOnly);
-const csvOurs = await measure(csvDecode);
-const rate = (ms) => `${(((ROWS / ms) * 1000) / 1e6).toFixed(2)} M rows/s`;
-console.log(`JSON.parse only              ${parse.ms.toFixed(0).padStart(6)} ms`);
-console.log(
-  `JSON.parse + builder         ${build.ms.toFixed(0).padStart(6)} ms  (builder ~${(build.ms - parse.ms).toFixed(0)} ms, ${rate(build.ms - parse.ms)}; x${(build.ms / parse.ms).toFixed(2)} of parse)`,
-);
-console.log(
-  `JSON.parse + row objects     ${rows.ms.toFixed(0).padStart(6)} ms  (factory ~${(rows.ms - parse.ms).toFixed(0)} ms; x${(rows.ms / parse.ms).toFixed(2)} of parse)`,
-);
-console.log(`tableToIPC (stream)          ${ipcOut.ms.toFixed(0).padStart(6)} ms  (${mb(ipcOut.result)} MB)`);
-console.log(`csv-parse alone              ${csvAlone.ms.toFixed(0).padStart(6)} ms`);
-console.log(
-  `decodeCsv (typed wire rows)  ${csvOurs.ms.toFixed(0).padStart(6)} ms  (x${(csvOurs.ms / csvAlone.ms).toFixed(2)} of csv-parse alone)`,
+line('csv-parse alone', csvAlone.ms);
+const csvOurs = await measure(() => csvDecode('core'));
+line(
+  'decodeCsv (typed wire rows)',
+  csvOurs.ms,
+  `(x${(csvOurs.ms / csvAlone.ms).toFixed(2)} of csv-parse alone)`,
 );

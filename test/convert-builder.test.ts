@@ -107,6 +107,21 @@ describe('RecordBatchBuilder conversions', () => {
     expect(oneColumn('string', [{ a: 1 } as never, [1] as never], 'null')).toEqual([null, null]);
   });
 
+  it('encodes long string columns exactly across internal blocks (property)', () => {
+    const text = fc.option(fc.oneof(trickyText, fc.constantFrom('\uD83D', '\uDE00', '😀', 'ascii')), {
+      nil: null,
+      freq: 5,
+    });
+    fc.assert(
+      fc.property(fc.array(text, { minLength: 250, maxLength: 800 }), (values) => {
+        expect(oneColumn('string', values)).toEqual(
+          values.map((v) => (v === null ? null : Buffer.from(v).toString())),
+        );
+      }),
+      { numRuns: 25 },
+    );
+  });
+
   it('treats undefined (a hole in a row) as null', () => {
     expect(oneColumn('number', [undefined as never])).toEqual([null]);
   });
