@@ -4,6 +4,7 @@ import { PassThrough } from 'node:stream';
 import ExcelJS from 'exceljs';
 import fc from 'fast-check';
 import type { FieldDescriptor, WireValue } from '../src/core/wire.js';
+import { escapeXlsxText } from '../src/emulator/formats/xlsx.js';
 
 export function field(id: string, type = 'string', format: string | null = null): FieldDescriptor {
   return {
@@ -30,7 +31,7 @@ export function writeCsv(ids: readonly string[], rows: readonly (readonly WireVa
   return out;
 }
 
-/** The emulator's XLSX: exceljs streaming writer, inline strings, null = no cell. */
+/** The emulator's XLSX: exceljs streaming writer, inline strings, null = no cell, text `_xHHHH_`-escaped. */
 export async function writeXlsx(
   ids: readonly string[],
   rows: readonly (readonly WireValue[])[],
@@ -45,7 +46,11 @@ export async function writeXlsx(
   });
   const sheet = book.addWorksheet('results');
   sheet.addRow([...ids]).commit();
-  for (const row of rows) sheet.addRow(row.map((v) => (v === null ? undefined : v))).commit();
+  for (const row of rows) {
+    sheet
+      .addRow(row.map((v) => (v === null ? undefined : typeof v === 'string' ? escapeXlsxText(v) : v)))
+      .commit();
+  }
   sheet.commit();
   await book.commit();
   return Buffer.concat(parts);

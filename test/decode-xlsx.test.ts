@@ -24,7 +24,8 @@ const rows: WireValue[][] = [
   ['nyse:ibm', null, null, null, null, null],
   [null, null, null, null, null, null], // an all-null row: no cells, exceljs skips the row
   ['x', '20240101', '20240101T000000Z', -1.5e-7, false, ''],
-  ['y', '20240102', '20240102T000000Z', 1e21, null, 'quote " comma , lf \n <tag> & amp'],
+  ['y', '20240102', '20240102T000000Z', 1e21, null, 'quote " comma , crlf \r\n lf \n cr \r <tag> & amp'],
+  ['w', null, null, null, null, 'literal _x000D_ and _x005F_ and _xZZZZ_ and _x41_'],
   ['z', '20240103', '20240103T000000Z', 0, true, 'é 中文 😀 ✓'],
   [null, null, null, null, null, null],
   [null, null, null, 2 ** 53, null, ' spaces '],
@@ -45,9 +46,28 @@ describe('decodeXlsx', () => {
     expect(await decode(chunked(body, [1, 7, 4096]))).toEqual(rows);
   });
 
-  it('round-trips random text (XML-safe, without CR: see docs/wire-formats.md) and numbers (property)', async () => {
+  it('round-trips random text (XML-safe) and numbers (property)', async () => {
     const xmlSafe = fc.string({
-      unit: fc.constantFrom('a', 'Z', ' ', '"', ',', '\n', '<', '>', "'", 'é', '中', '😀', '\t', '0'),
+      unit: fc.constantFrom(
+        'a',
+        'Z',
+        ' ',
+        '"',
+        ',',
+        '\n',
+        '\r',
+        '<',
+        '>',
+        "'",
+        'é',
+        '中',
+        '😀',
+        '\t',
+        '0',
+        '_x',
+        '000D_',
+        '_',
+      ),
     });
     const cell = fc.option(
       fc.oneof(

@@ -3,6 +3,10 @@
  * describes it: the first worksheet holds a header row of field ids, then one row per result row; a null
  * is an absent cell and the empty string a text cell holding "".
  *
+ * Text cells follow Excel's OOXML string escapes (ST_Xstring): `_xHHHH_` stands for the UTF-16 unit HHHH
+ * (the emulator writes a CR as `_x000D_`, since XML line-end handling would turn a raw CR into LF, and a
+ * literal `_xHHHH_` as `_x005F_xHHHH_`). exceljs's streaming reader leaves them as they are; we undo them.
+ *
  * Read with exceljs's streaming `WorkbookReader`. Two of its behaviours shape this module:
  * - A row with no cells at all is not emitted: gaps in row numbers are all-null rows, and we restore
  *   them. All-null rows at the very end of a page cannot be seen at all (no cell, no row element).
@@ -34,6 +38,13 @@ export interface XlsxDecodeOptions {
 const CHUNK_ROWS = 1000;
 const MS_PER_DAY = 86_400_000;
 /** Every zip (and so every XLSX) starts with a local file header: "PK\x03\x04". */
+const ESCAPE = /_x([0-9A-Fa-f]{4})_/g;
+
+/** Undoes Excel's `_xHHHH_` string escapes (`_x005F_` protects a literal `_x...`: one left-to-right pass). */
+export function unescapeXlsxText(text: string): string {
+  if (!text.includes('_x')) return text;
+  return text.replace(ESCAPE, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+}
 const ZIP_MAGIC = [0x50, 0x4b, 0x03, 0x04] as const;
 
 /**
@@ -287,7 +298,10 @@ class RowReader {
   #header(number: number, values: unknown[]): void {
     const ids = this.plan.map((c) => c.id);
     const got = values.slice(1).map((v) => (v === undefined ? null : v));
-    if (number !== 1 || got.length !== ids.length || got.some((v, j) => v !== ids[j])) {
+    // Header cells may come escaped or not (the emulator writes ids as they are): accept either spelling.
+    const matches = (v: unknown, id: string) =>
+      v === id || (typeof v === 'string' && unescapeXlsxText(v) === id);
+    if (number !== 1 || got.length !== ids.length || got.some((v, j) => !matches(v, ids[j]!))) {
       throw new DecodeError(
         `XLSX header row does not match the fields: expected ${safeRepr(ids.join(','))}, got ${
           number !== 1 ? `no header (first row is sheet row ${number})` : safeRepr(got.join(','))
@@ -301,7 +315,8 @@ class RowReader {
   /** One exceljs cell value → a wire value (text, number, boolean, null). */
   #cell(v: unknown, j: number, row: number): WireValue {
     if (v === undefined || v === null) return null;
-    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return v;
+    if (typeof v === 'string') return unescapeXlsxText(v);
+    if (typeof v === 'number' || typeof v === 'boolean') return v;
     if (v instanceof Date) {
       // Only with date-formatted numeric cells; give the column its wire spelling.
       const ms = v.getTime();
@@ -315,7 +330,7 @@ class RowReader {
         return o.richText.map((run) => String((run as { text?: unknown }).text ?? '')).join('');
       if ('formula' in o || 'sharedFormula' in o)
         return o.result === undefined ? null : this.#cell(o.result, j, row);
-      if (typeof o.text === 'string' && 'hyperlink' in o) return o.text;
+      if (typeof o.text === 'string' && 'hyperlink' in o) return unescapeXlsxText(o.text);
       if ('error' in o) {
         throw new DecodeError(`XLSX cell holds the error ${safeRepr(o.error)}`, {
           page: this.where,
