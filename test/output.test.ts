@@ -9,13 +9,16 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { DuckDBInstance } from '@duckdb/node-api';
-import type { RecordBatch } from 'apache-arrow';
+import { DataType, type RecordBatch, tableFromIPC } from 'apache-arrow';
 import { parse } from 'csv-parse/sync';
+import pl from 'nodejs-polars';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planColumns, RecordBatchBuilder } from '../src/convert/index.js';
 import { InvalidArgumentError } from '../src/core/errors.js';
 import type { FieldDescriptor, WireValue } from '../src/core/wire.js';
 import { toCsv } from '../src/output/csv.js';
+import { decodeDictionaries, withoutDictionaries } from '../src/output/dictionaries.js';
+import { arrowIpcTransform } from '../src/output/ipc-transform.js';
 import { toJsonl } from '../src/output/jsonl.js';
 import { toParquet } from '../src/output/parquet.js';
 
@@ -53,8 +56,13 @@ function batches(rows: WireValue[][], perBatch: number): RecordBatch[] {
   return out;
 }
 
-async function write(input: RecordBatch[], writer: NodeJS.ReadWriteStream, path: string): Promise<void> {
-  await pipeline(Readable.from(input, { objectMode: true }), writer, createWriteStream(path));
+async function write(
+  input: RecordBatch[],
+  writer: NodeJS.ReadWriteStream | NodeJS.ReadWriteStream[],
+  path: string,
+): Promise<void> {
+  const stages = Array.isArray(writer) ? writer : [writer];
+  await pipeline([Readable.from(input, { objectMode: true }), ...stages, createWriteStream(path)]);
 }
 
 let dir: string;
@@ -202,5 +210,61 @@ describe('toParquet', () => {
     );
     expect(() => toParquet({ compression: 'lzma' as 'zstd' })).toThrow(InvalidArgumentError);
     expect(() => toParquet({ rowGroupSize: 0 })).toThrow(/Expected an integer >= 1, got 0/);
+  });
+});
+
+describe('decodeDictionaries + arrowIpcTransform', () => {
+  // Tickers first seen in later batches: the growing dictionary that makes delta dictionaries.
+  const input = () => batches(ROWS, 2);
+
+  it('turns the ticker dictionary into plain strings, values and nulls kept', () => {
+    const [first] = input();
+    const plain = withoutDictionaries(first!);
+    expect(DataType.isDictionary(first!.schema.fields[0]!.type)).toBe(true);
+    expect(DataType.isUtf8(plain.schema.fields[0]!.type)).toBe(true);
+    expect(plain.schema.fields[0]!.metadata.get('format')).toBe('ticker');
+    expect(plain.getChildAt(0)!.toArray()).toEqual(['nasdaq:aapl', 'nyse:ibm']);
+    expect(plain.data.children[1]).toBe(first!.data.children[1]);
+    expect(withoutDictionaries(plain)).toBe(plain);
+  });
+
+  it.each(['file', 'stream'] as const)(
+    'writes an IPC %s that Polars and apache-arrow read',
+    async (format) => {
+      const path = join(dir, `a.${format === 'file' ? 'arrow' : 'arrows'}`);
+      await write(input(), [decodeDictionaries(), arrowIpcTransform(format)], path);
+      const bytes = await readFile(path);
+      const table = tableFromIPC(bytes);
+      expect(table.numRows).toBe(ROWS.length);
+      expect(table.getChild('ticker')!.toArray()).toEqual(ROWS.map((r) => r[0]));
+      expect(table.getChild('title')!.get(2)).toBe('');
+      expect(table.getChild('title')!.get(3)).toBeNull();
+      const df = format === 'file' ? pl.readIPC(bytes) : pl.readIPCStream(bytes);
+      expect(df.height).toBe(ROWS.length);
+      expect(df.getColumn('ticker').toArray()).toEqual(ROWS.map((r) => r[0]));
+      expect(df.dtypes.map(String)).toEqual([
+        'DataType(String)',
+        'DataType(String)',
+        'DataType(Date)',
+        'DataType(Datetime(ms,UTC))',
+        'DataType(Float64)',
+        'DataType(Bool)',
+      ]);
+    },
+  );
+
+  it('an error mid-stream fails the pipeline cleanly (no stray rejection) and leaves the bytes unfinished', async () => {
+    async function* failing() {
+      yield* input().slice(0, 1);
+      throw new Error('source failed');
+    }
+    const path = join(dir, 'broken.arrow');
+    await expect(
+      pipeline(
+        Readable.from(failing(), { objectMode: true }),
+        arrowIpcTransform('file'),
+        createWriteStream(path),
+      ),
+    ).rejects.toThrow('source failed');
   });
 });

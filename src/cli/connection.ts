@@ -3,7 +3,7 @@
  * the embedded emulator in this process and says so on stderr: that is what makes the README's first
  * command work on a fresh clone, with no account and no server.
  */
-import { DatasetClient } from '../client.js';
+import type { DatasetClient } from '../client.js';
 import type { Values } from './args.js';
 import { flag, str } from './args.js';
 
@@ -53,6 +53,8 @@ export async function openConnection(
   settings: ConnectionSettings,
   notice: (line: string) => void,
 ): Promise<Connection> {
+  // Loaded here, not at start-up: `--help` and usage errors answer without loading undici and Arrow.
+  const { DatasetClient } = await import('../client.js');
   if (settings.kind === 'service') {
     const client = new DatasetClient({
       baseUrl: settings.baseUrl,

@@ -4,11 +4,6 @@
  */
 import { extname } from 'node:path';
 import type { Duplex } from 'node:stream';
-import { toArrowIpc } from '../output/arrow-ipc.js';
-import { toCsv } from '../output/csv.js';
-import { decodeDictionaries } from '../output/dictionaries.js';
-import { toJsonl } from '../output/jsonl.js';
-import { toParquet } from '../output/parquet.js';
 import { UsageError } from './errors.js';
 
 export type FileFormat = 'arrow' | 'arrows' | 'parquet' | 'csv' | 'jsonl';
@@ -49,20 +44,27 @@ export function fileFormatOf(out: string, as: FileFormat | undefined): FileForma
 }
 
 /**
- * The stages from RecordBatches to the file's bytes. Arrow IPC gets plain strings instead of the ticker
- * dictionary: the result's dictionary grows, which makes delta dictionaries, and Polars cannot read those.
+ * The stages from RecordBatches to the file's bytes, loaded on demand (apache-arrow and the Parquet
+ * WebAssembly take a noticeable part of a second to load; `--help` and the listing commands skip that).
+ * Arrow IPC gets plain strings instead of the ticker dictionary: the result's dictionary grows, which makes
+ * delta dictionaries, and Polars cannot read those. It is encoded by `arrowIpcTransform` (backpressure,
+ * clean teardown) rather than `toArrowIpc`, whose apache-arrow Duplex has neither.
  */
-export function writerFor(format: FileFormat): Duplex[] {
+export async function writerFor(format: FileFormat): Promise<Duplex[]> {
   switch (format) {
     case 'arrow':
-      return [decodeDictionaries(), toArrowIpc({ format: 'file' })];
-    case 'arrows':
-      return [decodeDictionaries(), toArrowIpc({ format: 'stream' })];
+    case 'arrows': {
+      const [{ decodeDictionaries }, { arrowIpcTransform }] = await Promise.all([
+        import('../output/dictionaries.js'),
+        import('../output/ipc-transform.js'),
+      ]);
+      return [decodeDictionaries(), arrowIpcTransform(format === 'arrow' ? 'file' : 'stream')];
+    }
     case 'parquet':
-      return [toParquet()];
+      return [(await import('../output/parquet.js')).toParquet()];
     case 'csv':
-      return [toCsv()];
+      return [(await import('../output/csv.js')).toCsv()];
     case 'jsonl':
-      return [toJsonl()];
+      return [(await import('../output/jsonl.js')).toJsonl()];
   }
 }

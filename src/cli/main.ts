@@ -3,6 +3,7 @@
  * The `dqs` executable. Everything but process wiring lives in `run.ts`: here the real streams, the
  * interrupt signal and the exit code.
  */
+import { setMaxListeners } from 'node:events';
 import { onInterrupt } from './interrupt.js';
 import { runCli } from './run.js';
 
@@ -11,6 +12,10 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (err.code === 'EPIPE') process.exit(0);
   throw err;
 });
+
+// An export keeps up to 2 x --concurrency page requests listening on one abort signal; Node's leak
+// warning (at 11) would be a false alarm printed into the user's terminal.
+setMaxListeners(256);
 
 const interrupt = onInterrupt();
 const code = await runCli(

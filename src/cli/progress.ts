@@ -2,22 +2,22 @@
  * The export progress bar, on stderr and only when stderr is a terminal (and not `--quiet`): rows of total,
  * pages, rows/s and ETA. Anywhere else (a pipe, a CI log) it is a no-op, so logs get only the summary.
  */
-import cliProgress from 'cli-progress';
-import type { ProgressEvent } from '../query/result-stream.js';
 import { count } from './text.js';
 
 export interface Progress {
   /** The total is known (the query is complete). */
   start(total: number): void;
-  update(event: ProgressEvent): void;
+  /** Rows written so far, and pages read. */
+  update(rows: number, pages: number): void;
   /** Idempotent; leaves the terminal as it was (cursor shown, bar cleared). */
   stop(): void;
 }
 
 const SILENT: Progress = { start() {}, update() {}, stop() {} };
 
-export function createProgress(stream: NodeJS.WriteStream, enabled: boolean): Progress {
+export async function createProgress(stream: NodeJS.WriteStream, enabled: boolean): Promise<Progress> {
   if (!enabled || !stream.isTTY) return SILENT;
+  const { default: cliProgress } = await import('cli-progress');
   const bar = new cliProgress.SingleBar({
     stream,
     format:
@@ -36,14 +36,13 @@ export function createProgress(stream: NodeJS.WriteStream, enabled: boolean): Pr
       running = true;
       bar.start(total, 0, { rowsText: '0', totalText: count(total), pages: 0, rate: '-' });
     },
-    update(e) {
+    update(rows, pages) {
       if (!running) return;
       const seconds = (performance.now() - startedAt) / 1000;
-      bar.update(e.rows, {
-        rowsText: count(e.rows),
-        totalText: count(e.total),
-        pages: e.pages,
-        rate: seconds > 0 ? count(e.rows / seconds) : '-',
+      bar.update(rows, {
+        rowsText: count(rows),
+        pages,
+        rate: seconds > 0 ? count(rows / seconds) : '-',
       });
     },
     stop() {

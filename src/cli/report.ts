@@ -23,10 +23,17 @@ export interface Report {
 
 const MASK = '***';
 
-/** `text` with every secret replaced by `***`. */
+/**
+ * `text` with every secret replaced by `***`. Matched as a whole token (not inside a longer run of
+ * letters and digits), so a short test key such as `k` does not mangle every word that contains a k.
+ */
 export function redact(text: string, secrets: readonly string[]): string {
   let out = text;
-  for (const s of secrets) if (s) out = out.split(s).join(MASK);
+  for (const s of secrets) {
+    if (!s) continue;
+    const escaped = s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    out = out.replace(new RegExp(`(?<![A-Za-z0-9])${escaped}(?![A-Za-z0-9])`, 'g'), MASK);
+  }
   return out;
 }
 
@@ -51,8 +58,10 @@ function hintFor(err: DqsError, ctx: ReportContext): string {
     case 'DQS_NOT_ACCEPTABLE':
       return 'Try --format auto.';
     case 'DQS_INVALID_ARGUMENT':
-    case 'DQS_BAD_REQUEST':
       return `See \`${help}\`.`;
+    case 'DQS_BAD_REQUEST':
+    case 'DQS_HTTP':
+      return 'The service refused the request; rerun with --debug for details.';
     case 'DQS_PROTOCOL':
     case 'DQS_DECODE':
     case 'DQS_INVALID_VALUE':
@@ -73,7 +82,7 @@ function whatFailed(err: DqsError): string {
 }
 
 function sentence(text: string): string {
-  return /[.!?)]$/.test(text) ? text : `${text}.`;
+  return /[.!?]$/.test(text) ? text : `${text}.`;
 }
 
 function isEpipe(err: unknown): boolean {

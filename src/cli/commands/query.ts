@@ -6,6 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { RecordBatch } from 'apache-arrow';
 import type { StreamOptions } from '../../query/stream-options.js';
 import { choice, flag, int, JSON_OPTION, list, positionals, str, type Values } from '../args.js';
 import { AtomicFile } from '../atomic-file.js';
@@ -100,33 +101,40 @@ export const queryCommand: Command = {
     const target = out === '-' ? undefined : await AtomicFile.create(out);
     try {
       const { client } = await ctx.connect();
+      const [stages, progress] = await Promise.all([
+        writerFor(format),
+        createProgress(ctx.io.stderr, !ctx.quiet),
+      ]);
       const stream = client.stream(dataset!, tickers.length ? { tickers } : {}, {
         ...options,
         signal: ctx.signal,
       });
-      const progress = createProgress(ctx.io.stderr, !ctx.quiet);
-      let rows = 0;
       let truncated = false;
+      let pages = 0;
       stream.once('schema', () => {
         const source = stream.source;
         ctx.debug(`query ${source?.id} complete: ${source?.total} rows, truncated: ${source?.truncated}`);
         progress.start(source?.total ?? 0);
       });
       stream.on('progress', (e) => {
-        rows = e.rows;
-        progress.update(e);
+        pages = e.pages;
       });
       stream.once('truncated', () => {
         truncated = true;
       });
+      // Rows are counted as they reach the writer: what the file holds, whatever the stream reports.
+      const rowCounter = new RowCounter((rows) =>
+        progress.update(rows, Math.max(pages, stream.pagesStarted)),
+      );
       const counter = new ByteCounter();
       try {
-        await pipeline([stream, ...writerFor(format), counter, target?.stream ?? ctx.io.stdout], {
+        await pipeline([stream, rowCounter, ...stages, counter, target?.stream ?? ctx.io.stdout], {
           signal: ctx.signal,
         });
       } finally {
         progress.stop();
       }
+      const rows = rowCounter.rows;
       const size = target ? await target.commit() : counter.bytes;
       const ms = performance.now() - started;
       const source = stream.source;
@@ -203,6 +211,25 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Passes RecordBatches through and counts their rows. */
+class RowCounter extends Transform {
+  rows = 0;
+  readonly #onRows: (rows: number) => void;
+  constructor(onRows: (rows: number) => void) {
+    super({ objectMode: true, highWaterMark: 1 });
+    this.#onRows = onRows;
+  }
+  override _transform(
+    batch: RecordBatch,
+    _encoding: BufferEncoding,
+    callback: (e?: Error | null, d?: RecordBatch) => void,
+  ) {
+    this.rows += batch.numRows;
+    this.#onRows(this.rows);
+    callback(null, batch);
+  }
 }
 
 /** Passes bytes through and counts them: the size of what went to stdout. */

@@ -1,0 +1,65 @@
+/**
+ * `arrowIpcTransform()`: RecordBatches in, Arrow IPC bytes out, as a plain Transform: each batch's bytes
+ * are produced synchronously in `transform()`, so Node's own backpressure applies and an error or a
+ * `destroy()` leaves nothing pending.
+ *
+ * Why not apache-arrow's `RecordBatchWriter.throughNode()` (what `toArrowIpc()` returns): its writable side
+ * acknowledges every batch at once, so a slow reader (a pipe) lets the encoded result pile up in memory,
+ * and destroying it with an error rejects a read nobody awaits (an unhandled rejection that kills the
+ * process). Here the same writer classes do the encoding, into a sink that we empty after every write.
+ */
+import { Transform } from 'node:stream';
+import {
+  AsyncByteQueue,
+  type RecordBatch,
+  RecordBatchFileWriter,
+  RecordBatchStreamWriter,
+} from 'apache-arrow';
+
+/** A sink the writer can write into, emptied synchronously by `take()`. */
+class CollectingSink extends AsyncByteQueue {
+  #chunks: Uint8Array[] = [];
+
+  // Typed loosely: the writer hands over ArrayBufferViews of several kinds (bytes, Int32 lengths).
+  override write(value: ArrayBufferView | ArrayBufferLike | string): void {
+    if (typeof value === 'string') this.#chunks.push(Buffer.from(value, 'utf8'));
+    else if (ArrayBuffer.isView(value)) {
+      if (value.byteLength > 0)
+        this.#chunks.push(new Uint8Array(value.buffer, value.byteOffset, value.byteLength));
+    } else if (value.byteLength > 0) this.#chunks.push(new Uint8Array(value));
+  }
+
+  take(): Buffer | undefined {
+    if (this.#chunks.length === 0) return undefined;
+    const out = Buffer.concat(this.#chunks);
+    this.#chunks = [];
+    return out;
+  }
+}
+
+export function arrowIpcTransform(format: 'file' | 'stream'): Transform {
+  const sink = new CollectingSink();
+  const writer = format === 'file' ? new RecordBatchFileWriter() : new RecordBatchStreamWriter();
+  writer.reset(sink);
+  return new Transform({
+    writableObjectMode: true,
+    readableObjectMode: false,
+    transform(batch: RecordBatch, _encoding, callback) {
+      try {
+        writer.write(batch);
+        callback(null, sink.take());
+      } catch (err) {
+        callback(err as Error);
+      }
+    },
+    flush(callback) {
+      try {
+        // Writes the end-of-stream marker, or the file footer with every batch's offset.
+        writer.close();
+        callback(null, sink.take());
+      } catch (err) {
+        callback(err as Error);
+      }
+    },
+  });
+}
