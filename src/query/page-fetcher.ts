@@ -5,12 +5,12 @@
  */
 
 import type { ColumnPlan } from '../convert/index.js';
-import { atPage, DqsError, ProtocolError } from '../core/errors.js';
+import { atPage, DqsError, ProtocolError, ResponseTooLargeError } from '../core/errors.js';
 import type { WireValue } from '../core/wire.js';
 import { decodeCsv, decodeXlsx, parseTablePage } from '../decode/index.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import { statusFromHeaders } from '../transport/endpoints.js';
-import { discardBody, readBounded } from '../transport/http.js';
+import { discardBody, readBounded, translateError } from '../transport/http.js';
 import { type RetryEvent, withRetry } from '../transport/retry.js';
 import type { PageRange } from './page-plan.js';
 
@@ -70,13 +70,24 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
     }
     // CSV and XLSX carry no page envelope: the headers give the total, position is what we asked for.
     const status = statusFromHeaders(response);
+    // The same limit and error as buffered bodies: a declared size over it fails before any byte is read.
+    const tooLarge = () => new ResponseTooLargeError(response.info, ctx.maxResponseBytes);
+    if (Number(response.headers['content-length']) > ctx.maxResponseBytes) throw tooLarge();
     let bytes = 0;
     const counted = (async function* () {
-      for await (const chunk of response.body) {
-        bytes += (chunk as Buffer).length;
-        if (bytes > ctx.maxResponseBytes)
-          throw new ProtocolError(`body exceeds ${ctx.maxResponseBytes} bytes`, response.info);
-        yield chunk as Buffer;
+      const body = response.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+      for (;;) {
+        let next: IteratorResult<Buffer>;
+        try {
+          next = await body.next();
+        } catch (err) {
+          // A body cut short is a NetworkError (retried), not a DecodeError of the rows before the cut.
+          throw translateError(err, response.info, response.signal);
+        }
+        if (next.done) return;
+        bytes += next.value.length;
+        if (bytes > ctx.maxResponseBytes) throw tooLarge();
+        yield next.value;
       }
     })();
     const decode = ctx.format === 'csv' ? decodeCsv : decodeXlsx;
