@@ -138,10 +138,7 @@ export class HttpTransport {
     const info: RequestInfo = { method: req.method, url: url.href };
     const timeoutMs = req.timeoutMs ?? this.#options.timeoutMs;
     const controller = new AbortController();
-    const timer = setTimeout(
-      () => controller.abort(new TimeoutError(`${req.method} ${url.href}`, timeoutMs)),
-      timeoutMs,
-    );
+    let timer: NodeJS.Timeout | undefined;
     // A caller's signal aborted with one of our errors (e.g. an overall TimeoutError) keeps that error.
     const reasonOf = (signal: AbortSignal) =>
       signal.reason instanceof DqsError
@@ -165,6 +162,11 @@ export class HttpTransport {
         throw translateError(err, info, controller.signal);
       }
     }
+    // Only now: the per-request timeout is for the server, not for our own rate-limit queue.
+    timer = setTimeout(
+      () => controller.abort(new TimeoutError(`${req.method} ${url.href}`, timeoutMs)),
+      timeoutMs,
+    );
 
     const headers: Record<string, string> = {
       ...this.#options.headers,

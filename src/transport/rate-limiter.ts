@@ -1,22 +1,28 @@
 /**
- * A token bucket shared by every request of a client (polling and page fetches alike), so a user can stay
- * under a documented quota (e.g. 20 requests per minute) instead of being throttled by 429s.
+ * A client-side quota shared by every request of a client (polling and page fetches alike), so a user can
+ * stay under a documented limit (e.g. 20 requests per minute) instead of being throttled by 429s.
+ *
+ * A sliding window, not a token bucket: a bucket of `requests` tokens refilled at `requests / intervalMs`
+ * lets up to 2 × `requests` through in the first interval (the full bucket, then the refill), which is
+ * exactly what a service counting "20 per minute" answers with 429. Here at most `requests` requests
+ * start in any `intervalMs` span.
  */
+import { performance } from 'node:perf_hooks';
 import { sleep } from '../core/abortable.js';
 import { InvalidArgumentError } from '../core/errors.js';
 
 export interface RateLimitOptions {
-  /** Requests allowed per interval (also the burst size). */
+  /** Requests allowed in any span of `intervalMs` (also the burst size). */
   readonly requests: number;
   /** The interval, in ms. @default 60_000 */
   readonly intervalMs?: number;
 }
 
 export class RateLimiter {
-  readonly #capacity: number;
-  readonly #msPerToken: number;
-  #tokens: number;
-  #updatedAt = Date.now();
+  readonly #requests: number;
+  readonly #intervalMs: number;
+  /** Start times (performance.now()) of the requests in the current window, oldest first. */
+  readonly #sent: number[] = [];
   /** Callers waiting, served in arrival order so no request starves. */
   #queue: Promise<void> = Promise.resolve();
 
@@ -34,9 +40,8 @@ export class RateLimiter {
         `Expected an integer >= 1, got ${String(intervalMs)}`,
       );
     }
-    this.#capacity = requests;
-    this.#tokens = requests;
-    this.#msPerToken = intervalMs / requests;
+    this.#requests = requests;
+    this.#intervalMs = intervalMs;
   }
 
   /** Resolves when a request may be sent; rejects if `signal` aborts while waiting. */
@@ -49,14 +54,15 @@ export class RateLimiter {
 
   async #takeOne(signal?: AbortSignal): Promise<void> {
     for (;;) {
-      const now = Date.now();
-      this.#tokens = Math.min(this.#capacity, this.#tokens + (now - this.#updatedAt) / this.#msPerToken);
-      this.#updatedAt = now;
-      if (this.#tokens >= 1) {
-        this.#tokens -= 1;
+      signal?.throwIfAborted();
+      const now = performance.now();
+      while (this.#sent.length > 0 && now - this.#sent[0]! >= this.#intervalMs) this.#sent.shift();
+      if (this.#sent.length < this.#requests) {
+        this.#sent.push(now);
         return;
       }
-      await sleep(Math.ceil((1 - this.#tokens) * this.#msPerToken), signal);
+      // +1: timers may fire a fraction of a ms early against performance.now().
+      await sleep(Math.ceil(this.#sent[0]! + this.#intervalMs - now) + 1, signal);
     }
   }
 }
