@@ -18,6 +18,15 @@ export {
   queryRows,
   queryTotal,
 } from './expected.js';
+export {
+  FAILING_KINDS,
+  FAULT_KINDS,
+  type FaultKind,
+  type FaultPlan,
+  type FaultPlanOptions,
+  faultPlan,
+  type InjectedFault,
+} from './fault-plan.js';
 export type { Fault, FaultContext, FaultHook } from './faults.js';
 export type { EmulatorOptions } from './options.js';
 export { type Emulator, type RequestRecord, startEmulator } from './server.js';

@@ -73,7 +73,13 @@ export interface EmulatorOptions {
    */
   readonly pageCacheBytes?: number;
   /**
-   * Called for every request before routing; returns a fault to inject, or `undefined`.
+   * Requests kept in `emulator.requests`; older ones are dropped so a long-running emulator stays small.
+   * @default 10000
+   */
+  readonly requestLogLimit?: number;
+  /**
+   * Called for every request before routing; returns a fault to inject, or `undefined`. A seeded,
+   * reproducible one: `faultPlan({ seed, rate })`.
    * @default undefined (no faults)
    */
   readonly fault?: FaultHook;
@@ -94,6 +100,7 @@ export interface NormalizedOptions {
   readonly maxBodyBytes: number;
   readonly pageCacheSize: number;
   readonly pageCacheBytes: number;
+  readonly requestLogLimit: number;
   readonly fault: FaultHook | undefined;
 }
 
@@ -111,6 +118,7 @@ export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault'> = Object.freeze({
   maxBodyBytes: 1024 * 1024,
   pageCacheSize: 64,
   pageCacheBytes: 256 * 1024 * 1024,
+  requestLogLimit: 10_000,
 });
 
 const KNOWN = new Set<string>([...Object.keys(DEFAULT_OPTIONS), 'fault']);
@@ -199,6 +207,13 @@ export function normalizeOptions(options: EmulatorOptions = {}): NormalizedOptio
       'pageCacheBytes',
       options.pageCacheBytes,
       d.pageCacheBytes,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
+    requestLogLimit: integer(
+      'requestLogLimit',
+      options.requestLogLimit,
+      d.requestLogLimit,
       0,
       Number.MAX_SAFE_INTEGER,
     ),

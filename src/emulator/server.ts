@@ -41,7 +41,10 @@ export interface Emulator {
   readonly apiKey: string;
   readonly port: number;
   readonly host: string;
-  /** Every request received, in arrival order; appended on arrival, `status` filled when answered. */
+  /**
+   * Requests received, in arrival order (the last `requestLogLimit` of them); appended on arrival,
+   * `status` filled when answered.
+   */
   readonly requests: readonly RequestRecord[];
   /** Empties `requests` (the same array). */
   resetRequests(): void;
@@ -150,6 +153,9 @@ class EmulatorServer implements Emulator {
       at: Date.now(),
     };
     this.#requests.push(record);
+    if (this.#requests.length > options.requestLogLimit) {
+      this.#requests.splice(0, this.#requests.length - options.requestLogLimit);
+    }
     const signal = this.#closing.signal;
 
     try {

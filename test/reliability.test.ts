@@ -1,0 +1,476 @@
+/**
+ * Reliability of the client against the emulator's fault injection: retries (which failures, how often,
+ * how long), Retry-After, timeouts, the rate limiter, the 429 step-down, resume from a checkpoint, and
+ * response-size limits. Every test talks to a real server on 127.0.0.1.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { RecordBatch } from 'apache-arrow';
+import { describe, expect, it } from 'vitest';
+import { type FaultContext, type FaultKind, faultPlan, queryRows } from '../src/emulator/index.js';
+import {
+  AuthenticationError,
+  BadRequestError,
+  DatasetClient,
+  type DqsError,
+  MediaType,
+  NetworkError,
+  NotFoundError,
+  type ProgressEvent,
+  RateLimitedError,
+  ResponseTooLargeError,
+  type RetryEvent,
+  ServerError,
+  TimeoutError,
+} from '../src/index.js';
+import { backoffDelay, normalizeRetryOptions } from '../src/transport/retry.js';
+import { parseRetryAfter } from '../src/transport/retry-after.js';
+import { expectRejects, setup } from './helpers.js';
+
+const FAST = { minDelayMs: 1, maxDelayMs: 5 };
+const isPageGet = (r: Pick<FaultContext, 'method' | 'path' | 'query'>) =>
+  r.method === 'GET' && /\/query\/[0-9a-f]{64}$/.test(r.path) && r.query.limit !== '1';
+
+function retriesOf(client: DatasetClient): RetryEvent[] {
+  const events: RetryEvent[] = [];
+  client.on('retry', (e: RetryEvent) => events.push(e));
+  return events;
+}
+
+/** What a failing fault kind looks like to the client. */
+function kindOf(error: DqsError): string {
+  if (error instanceof RateLimitedError || error instanceof ServerError) return String(error.status);
+  if (error instanceof NetworkError) return 'network';
+  return error.code;
+}
+const expectedKind = (k: FaultKind | 'custom') => (k === 'reset' || k === 'cut' ? 'network' : k);
+
+async function collectRows(stream: AsyncIterable<unknown>, delayMs = 0): Promise<number> {
+  let rows = 0;
+  for await (const b of stream) {
+    rows += (b as RecordBatch).numRows;
+    if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+  }
+  return rows;
+}
+
+describe('retries', () => {
+  it('retries each transient failure once on GET, HEAD and the creating POST, each visible as an event', async () => {
+    // Odd request numbers fail (one fault per call), the repeat succeeds; the 6th call meets two in a row.
+    const plan = faultPlan({
+      seed: 1,
+      rate: 0,
+      retryAfter: '0',
+      at: {
+        1: '429',
+        3: '503',
+        5: 'cut',
+        7: 'reset',
+        9: '500',
+        11: '502',
+        12: '504',
+        14: 'reset',
+        16: 'cut',
+        18: 'latency',
+        19: 'trickle',
+      },
+    });
+    const { client, emu } = await setup({ fault: plan }, { retry: FAST });
+    const retries = retriesOf(client);
+    const h = await client.createQuery('web_traffic', { tickers: ['nasdaq:aapl'] }); // 1 429, 2
+    expect((await client.checkQuery('web_traffic', h.id)).state).toBe('complete'); // 3 503, 4
+    const page = await client.readPage('web_traffic', h.id, { start: 1, limit: 50 }); // 5 cut, 6
+    expect(page.rows).toHaveLength(50);
+    expect((await client.listDatasets()).length).toBe(4); // 7 reset, 8
+    expect((await client.getDataset('web_traffic')).id).toBe('web_traffic'); // 9 500, 10
+    expect((await client.searchTickers('web_traffic', 'apple')).length).toBeGreaterThan(0); // 11, 12, 13
+    expect((await client.checkQuery('web_traffic', h.id)).total).toBe(page.total); // 14 reset, 15
+    expect((await client.createQuery('web_traffic', { tickers: ['nasdaq:aapl'] })).id).toBe(h.id); // 16 cut, 17
+    await client.listDatasets(); // 18 latency: slow, not failed
+    await client.listDatasets(); // 19 trickle: slow, not failed
+    expect(emu.requests).toHaveLength(19);
+    expect(plan.failures).toBe(9);
+    expect(retries).toHaveLength(plan.failures);
+    const failing = plan.log.filter((f) => f.kind !== 'latency' && f.kind !== 'trickle');
+    expect(retries.map((e) => kindOf(e.error))).toEqual(failing.map((f) => expectedKind(f.kind)));
+    expect(retries.map((e) => e.what.split(' ')[0])).toEqual(failing.map((f) => f.method));
+    // The second of two failures in a row is attempt 2.
+    expect(retries.map((e) => e.attempt)).toEqual([1, 1, 1, 1, 1, 1, 2, 1, 1]);
+  });
+
+  it('does not retry what cannot succeed: 400, 401, 404, 406, 409', async () => {
+    for (const status of [400, 401, 404, 406, 409]) {
+      const { client, emu } = await setup(
+        { fault: faultPlan({ seed: 1, rate: 0, at: { 1: { kind: 'status', status } } }) },
+        { retry: FAST },
+      );
+      const retries = retriesOf(client);
+      const err = await expectRejects<DqsError>(client.listDatasets(), () => {});
+      expect((err as { status?: number }).status).toBe(status);
+      expect(retries).toHaveLength(0);
+      expect(emu.requests).toHaveLength(1);
+    }
+  });
+
+  it('bounds the attempts: retries + 1 requests, then the last error', async () => {
+    const { client, emu } = await setup(
+      { fault: () => ({ kind: 'status', status: 503 }) },
+      { retry: { retries: 2, ...FAST } },
+    );
+    const retries = retriesOf(client);
+    await expectRejects<ServerError>(client.listDatasets(), (e) => {
+      expect(e).toBeInstanceOf(ServerError);
+      expect(e.status).toBe(503);
+    });
+    expect(emu.requests).toHaveLength(3);
+    expect(retries.map((e) => e.attempt)).toEqual([1, 2]);
+  });
+
+  it('gives up at once when a Retry-After would pass the overall deadline', async () => {
+    const { client, emu } = await setup(
+      { fault: () => ({ kind: 'status', status: 429, headers: { 'Retry-After': '30' } }) },
+      { retry: { deadlineMs: 2000, ...FAST } },
+    );
+    const t0 = performance.now();
+    await expectRejects<RateLimitedError>(client.listDatasets(), (e) => {
+      expect(e).toBeInstanceOf(RateLimitedError);
+      expect(e.retryAfterMs).toBe(30_000);
+    });
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(emu.requests).toHaveLength(1);
+  });
+
+  it('honours Retry-After in seconds ("1" is one second) and as an HTTP date', async () => {
+    const date = () => new Date(Date.now() + 2000).toUTCString();
+    let n = 0;
+    const { client, emu } = await setup(
+      {
+        fault: () => {
+          n++;
+          if (n === 1) return { kind: 'status', status: 429, headers: { 'Retry-After': '1' } };
+          if (n === 3) return { kind: 'status', status: 503, headers: { 'Retry-After': date() } };
+          return undefined;
+        },
+      },
+      { retry: FAST },
+    );
+    const retries = retriesOf(client);
+    await client.listDatasets();
+    await client.listDatasets();
+    // The client waited (far more than its 5 ms maximum backoff) and the server saw the gap.
+    expect(retries[0]!.delayMs).toBe(1000);
+    // An HTTP date has whole seconds: 2 s ahead is between 1 and 2 s away.
+    expect(retries[1]!.delayMs).toBeGreaterThanOrEqual(1000);
+    expect(retries[1]!.delayMs).toBeLessThanOrEqual(2000);
+    const at = emu.requests.map((r) => r.at);
+    expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(990);
+    expect(at[3]! - at[2]!).toBeGreaterThanOrEqual(990);
+  });
+
+  it('retries a request that outlasts its timeout, before headers and in a trickling body', async () => {
+    const { client } = await setup(
+      {
+        fault: faultPlan({
+          seed: 1,
+          rate: 0,
+          at: {
+            1: { kind: 'delay', ms: 2000 },
+            3: { kind: 'trickle', bytesPerChunk: 8, intervalMs: 40 },
+          },
+        }),
+      },
+      { timeoutMs: 250, retry: FAST },
+    );
+    const retries = retriesOf(client);
+    const t0 = performance.now();
+    expect((await client.listDatasets()).length).toBe(4);
+    expect((await client.listDatasets()).length).toBe(4);
+    expect(retries.map((e) => e.error.code)).toEqual(['DQS_TIMEOUT', 'DQS_TIMEOUT']);
+    expect(retries[0]!.error).toBeInstanceOf(TimeoutError);
+    expect(performance.now() - t0).toBeLessThan(1500);
+  });
+
+  it('never decodes a cut JSON body as a page: any cut point is a NetworkError', async () => {
+    const { client, emu } = await setup({}, { retry: false });
+    const h = await client.createQuery('web_traffic', { tickers: ['nasdaq:aapl'] });
+    const full = await client.readPage('web_traffic', h.id, { start: 1, limit: 20 });
+    const size = Buffer.byteLength(JSON.stringify(full));
+    await emu.close();
+    for (const afterBytes of [0, 1, 2, 100, Math.floor(size / 2), size - 2, size - 1, size + 10]) {
+      const { client: c } = await setup(
+        { fault: (r) => (isPageGet(r) ? { kind: 'cut', afterBytes } : undefined) },
+        { retry: false },
+      );
+      await c.createQuery('web_traffic', { tickers: ['nasdaq:aapl'] });
+      await expectRejects<NetworkError>(c.readPage('web_traffic', h.id, { start: 1, limit: 20 }), (e) => {
+        expect(e).toBeInstanceOf(NetworkError);
+        expect(e.code).toBe('DQS_NETWORK');
+      });
+    }
+  });
+
+  it('retries a cut CSV body instead of failing with a DecodeError (regression)', async () => {
+    // The CSV/XLSX path read undici's error raw: csv-parse wrapped it in a DecodeError, which is not
+    // retried, so one cut page failed the whole download.
+    let cuts = 0;
+    const { client } = await setup(
+      {
+        rowCap: 3000,
+        fault: (r) =>
+          isPageGet(r) && r.query.start === '1001' && cuts++ < 2
+            ? { kind: 'cut', afterBytes: 5000 }
+            : undefined,
+      },
+      { retry: FAST },
+    );
+    const retries = retriesOf(client);
+    const result = await client.query('job_listings', {});
+    const rows = await result.toArray({ format: 'csv', pageSize: 1000 });
+    expect(rows).toHaveLength(3000);
+    expect(retries.map((e) => e.error.code)).toEqual(['DQS_NETWORK', 'DQS_NETWORK']);
+    const csvTable = await result.toTable({ format: 'csv', pageSize: 1000 });
+    const jsonTable = await result.toTable({ format: 'json', pageSize: 1000 });
+    expect(csvTable.toArray().map((r) => r.toJSON())).toEqual(jsonTable.toArray().map((r) => r.toJSON()));
+  });
+
+  it('full jitter: each pause is uniform in [0, min(max, min * 2^(attempt-1))], Retry-After a floor', () => {
+    const policy = normalizeRetryOptions({ minDelayMs: 100, maxDelayMs: 1000 });
+    const err = new ServerError({ status: 503, method: 'GET', url: 'u' });
+    expect([1, 2, 3, 4, 5, 6].map((a) => backoffDelay(policy, a, err, () => 0.999999))).toEqual([
+      100, 200, 400, 800, 1000, 1000,
+    ]);
+    expect(backoffDelay(policy, 3, err, () => 0)).toBe(0);
+    const limited = new RateLimitedError({ status: 429, method: 'GET', url: 'u', retryAfterMs: 3000 });
+    expect(backoffDelay(policy, 1, limited, () => 0.5)).toBe(3000);
+    expect(parseRetryAfter('1')).toBe(1000);
+    expect(parseRetryAfter(' 0 ')).toBe(0);
+    expect(parseRetryAfter('2.5')).toBe(2500);
+    expect(parseRetryAfter('Wed, 21 Oct 2015 07:28:00 GMT', Date.parse('2015-10-21T07:27:30Z'))).toBe(30_000);
+    expect(parseRetryAfter('Wed, 21 Oct 2015 07:28:00 GMT', Date.parse('2016-01-01T00:00:00Z'))).toBe(0);
+    expect(parseRetryAfter('soon')).toBeUndefined();
+    expect(parseRetryAfter(undefined)).toBeUndefined();
+  });
+});
+
+describe('rate limiter', () => {
+  it('keeps every span of intervalMs at `requests` requests or fewer, polling and pages alike', async () => {
+    const { client, emu } = await setup(
+      { rowCap: 4000, queryDelayMs: 150 },
+      { rateLimit: { requests: 5, intervalMs: 400 } },
+    );
+    const t0 = performance.now();
+    const rows = await collectRows(client.stream('job_listings', {}, { pageSize: 500, pollMinMs: 10 }));
+    const elapsed = performance.now() - t0;
+    expect(rows).toBe(4000);
+    const at = emu.requests.map((r) => r.at);
+    const methods = new Set(emu.requests.map((r) => r.method));
+    expect(methods).toEqual(new Set(['POST', 'HEAD', 'GET']));
+    // POST, >= 1 HEAD, the 1-row GET and 8 pages: at least 11 requests, so at least 2 full intervals.
+    expect(at.length).toBeGreaterThanOrEqual(11);
+    expect(elapsed).toBeGreaterThanOrEqual(Math.floor((at.length - 1) / 5) * 400 - 20);
+    // The sixth request after any request comes a whole interval later (less the network's few ms).
+    for (let i = 5; i < at.length; i++) expect(at[i]! - at[i - 5]!).toBeGreaterThanOrEqual(350);
+  });
+
+  it('rejects bad options with the option named', () => {
+    for (const rateLimit of [{ requests: 0 }, { requests: 1.5 }, { requests: 5, intervalMs: 0 }]) {
+      expect(() => new DatasetClient({ baseUrl: 'http://127.0.0.1:1', rateLimit })).toThrow(/rateLimit\./);
+    }
+  });
+
+  it('does not count the wait for a turn against the per-request timeout (regression)', async () => {
+    // The timeout timer used to start before the rate limiter's wait, so a request queued for longer
+    // than timeoutMs failed (and was retried) without ever reaching the server.
+    const { client, emu } = await setup({}, { rateLimit: { requests: 1, intervalMs: 400 }, timeoutMs: 250 });
+    const retries = retriesOf(client);
+    await Promise.all([client.listDatasets(), client.listDatasets(), client.listDatasets()]);
+    expect(retries).toHaveLength(0);
+    expect(emu.requests).toHaveLength(3);
+  });
+});
+
+describe('429 step-down', () => {
+  it("halves the stream's concurrency on each 429 and earns it back as pages succeed", async () => {
+    const throttled = new Set(['3001', '4001']);
+    const { client } = await setup(
+      {
+        rowCap: 40_000,
+        fault: (r) => {
+          if (!isPageGet(r) || !throttled.has(r.query.start ?? '')) return undefined;
+          throttled.delete(r.query.start!);
+          return { kind: 'status', status: 429, headers: { 'Retry-After': '0' } };
+        },
+      },
+      { retry: FAST },
+    );
+    const stream = client.stream('job_listings', {}, { pageSize: 1000, concurrency: 4 });
+    const seen: number[] = [];
+    const streamRetries: RetryEvent[] = [];
+    stream.on('retry', (e: RetryEvent) => streamRetries.push(e));
+    stream.on('progress', () => seen.push(stream.concurrency));
+    expect(stream.concurrency).toBe(4);
+    expect(await collectRows(stream)).toBe(40_000);
+    expect(streamRetries.map((e) => kindOf(e.error))).toEqual(['429', '429']);
+    expect(Math.min(...seen)).toBeLessThanOrEqual(2);
+    expect(seen.at(-1)).toBe(4);
+  });
+});
+
+describe('resume', () => {
+  it('a failed download resumes from the error checkpoint: no row lost or read twice (regression: slow consumer)', async () => {
+    // The checkpoint used to count rows pushed into the stream's buffer; a failing stream drops that
+    // buffer, so a slow consumer resumed past rows it never got.
+    let failing = true;
+    const { client, emu } = await setup(
+      {
+        rowCap: 20_000,
+        fault: (r) =>
+          failing && isPageGet(r) && r.query.start === '10001' ? { kind: 'status', status: 503 } : undefined,
+      },
+      { retry: { retries: 1, ...FAST } },
+    );
+    const stream = client.stream('job_listings', {}, { pageSize: 1000, concurrency: 4 });
+    const progress: ProgressEvent[] = [];
+    stream.on('progress', (e: ProgressEvent) => progress.push(e));
+    let got = 0;
+    const err = await expectRejects<ServerError>(
+      (async () => {
+        for await (const b of stream) {
+          got += (b as RecordBatch).numRows;
+          await new Promise((r) => setTimeout(r, 15));
+        }
+      })(),
+      (e) => expect(e).toBeInstanceOf(ServerError),
+    );
+    // Pages up to 10,000 were fetched, but what sat in the stream's buffer died with it: the checkpoint
+    // is the first row the consumer did not get, whatever that is.
+    expect(got).toBeGreaterThan(0);
+    expect(got).toBeLessThanOrEqual(10_000);
+    expect(err.checkpoint).toEqual({
+      datasetId: 'job_listings',
+      queryId: stream.source!.id,
+      nextRow: got + 1,
+    });
+    expect(stream.checkpoint).toEqual(err.checkpoint);
+    // Progress never claims more than the consumer read.
+    expect(progress.at(-1)!.checkpoint.nextRow).toBeLessThanOrEqual(got + 1);
+
+    failing = false;
+    emu.resetRequests();
+    const result = await client.query('job_listings', {});
+    const rest = await result.toArray({ startRow: err.checkpoint!.nextRow, pageSize: 1000 });
+    expect(got + rest.length).toBe(20_000);
+    const pageStarts = emu.requests.filter(isPageGet).map((r) => Number(r.query.start));
+    expect(Math.min(...pageStarts)).toBe(got + 1);
+    expect(new Set(pageStarts).size).toBe(pageStarts.length);
+    const [first] = queryRows('job_listings', {}, { rowCap: 20_000 }, got + 1, 1);
+    expect(Object.values(rest[0]!)[0]).toBe(first![0]);
+  });
+
+  it('progress events come once the page has been read, with a checkpoint to resume from', async () => {
+    const { client } = await setup({ rowCap: 3000 });
+    const stream = client.stream('job_listings', {}, { pageSize: 1000, batchSize: 400 });
+    const events: ProgressEvent[] = [];
+    let read = 0;
+    stream.on('progress', (e: ProgressEvent) => {
+      events.push(e);
+      expect(e.rows).toBeLessThanOrEqual(read + 400);
+    });
+    for await (const b of stream) read += (b as RecordBatch).numRows;
+    expect(events.map((e) => [e.rows, e.pages, e.checkpoint.nextRow])).toEqual([
+      [1000, 1, 1001],
+      [2000, 2, 2001],
+      [3000, 3, 3001],
+    ]);
+  });
+});
+
+describe('response size limits', () => {
+  it('a page over maxResponseBytes is a ResponseTooLargeError, in JSON and in CSV', async () => {
+    const { client } = await setup({ rowCap: 5000 }, { maxResponseBytes: 100_000 });
+    const result = await client.query('job_listings', {});
+    await expectRejects<ResponseTooLargeError>(
+      client.readPage('job_listings', result.id, { start: 1, limit: 5000 }),
+      (e) => {
+        expect(e).toBeInstanceOf(ResponseTooLargeError);
+        expect(e.code).toBe('DQS_RESPONSE_TOO_LARGE');
+        expect(e.maxBytes).toBe(100_000);
+      },
+    );
+    for (const format of ['json', 'csv'] as const) {
+      await expectRejects<ResponseTooLargeError>(result.toTable({ format, pageSize: 5000 }), (e) => {
+        expect(e.code).toBe('DQS_RESPONSE_TOO_LARGE');
+        expect(e.page).toEqual({ start: 1, limit: 5000 });
+      });
+    }
+    // Small pages fit.
+    expect((await result.toTable({ pageSize: 100 })).numRows).toBe(5000);
+  });
+
+  it('a hostile server streaming an endless body costs a typed error, not the memory', async () => {
+    const handle = { id: 'f'.repeat(64), state: 'complete', total: 10, formats: [MediaType.csv] };
+    const headers = {
+      'x-state': 'complete',
+      'x-total': '10',
+      'x-truncated': 'false',
+      'x-formats': MediaType.csv,
+    };
+    // A valid CSV (header `a`, then rows `x`) that never ends: the decoder would happily keep every row.
+    const chunk = Buffer.from('x\r\n'.repeat(20_000));
+    let sent = 0;
+    const server: Server = createServer((req, res) => {
+      res.on('error', () => {});
+      if (req.method === 'POST') return res.end(JSON.stringify(handle));
+      if (req.method === 'HEAD') return res.writeHead(200, headers).end();
+      if (req.url?.includes('/datasets/x') && !req.url.includes('/query/')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ id: 'x', fields: [{ id: 'a', type: 'string' }] }));
+      }
+      // Everything else: no Content-Length, and a body that never ends.
+      res.writeHead(200, { ...headers, 'content-type': 'text/csv' });
+      res.write('a\r\n');
+      const pump = () => {
+        while (!res.destroyed && res.write(chunk)) sent += chunk.length;
+        if (!res.destroyed) res.once('drain', pump);
+      };
+      pump();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const client = new DatasetClient({ baseUrl: url, apiKey: 'k', maxResponseBytes: 2_000_000 });
+    try {
+      await expectRejects<ResponseTooLargeError>(client.listDatasets(), (e) =>
+        expect(e.code).toBe('DQS_RESPONSE_TOO_LARGE'),
+      );
+      await expectRejects<ResponseTooLargeError>(client.stream('x', {}, { format: 'csv' }).toArray(), (e) =>
+        expect(e.code).toBe('DQS_RESPONSE_TOO_LARGE'),
+      );
+      expect(sent).toBeLessThan(50_000_000);
+    } finally {
+      await client.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
+
+describe('typed errors stay typed through the stream', () => {
+  it('an unknown dataset, a wrong key and a refused version end a stream with their class', async () => {
+    const { emu } = await setup();
+    const cases: [DatasetClient, string, new (...a: never[]) => DqsError][] = [
+      [new DatasetClient({ baseUrl: emu.url, apiKey: emu.apiKey }), 'no_such_dataset', NotFoundError],
+      [new DatasetClient({ baseUrl: emu.url, apiKey: 'wrong' }), 'job_listings', AuthenticationError],
+      [
+        new DatasetClient({ baseUrl: emu.url, apiKey: emu.apiKey, apiVersion: '20000101' }),
+        'job_listings',
+        BadRequestError,
+      ],
+    ];
+    for (const [client, dataset, Class] of cases) {
+      await expectRejects<DqsError>(client.stream(dataset, {}).toArray(), (e) =>
+        expect(e).toBeInstanceOf(Class),
+      );
+      await client.close();
+    }
+  });
+});
