@@ -95,6 +95,26 @@ describe('decodeXlsx', () => {
     );
   });
 
+  it("keeps multi-byte characters that straddle exceljs's internal chunks (large pages)", async () => {
+    // exceljs decodes each inflated chunk on its own; a character cut by a chunk boundary became U+FFFD.
+    const text = (i: number) => `${'動作が速くて快適。'.repeat(1 + (i % 5))} 👍 ${'é'.repeat(i % 7)} #${i}`;
+    const many = Array.from({ length: 3000 }, (_, i) => [text(i), i % 3 === 0 ? null : text(i + 1)]);
+    const p = planColumns([field('a'), field('b')]);
+    expect(await decode(chunked(await writeXlsx(['a', 'b'], many), [16_384]), p)).toEqual(many);
+  });
+
+  it('keeps them in shared strings too', async () => {
+    const book = new ExcelJS.Workbook();
+    const sheet = book.addWorksheet('results');
+    sheet.addRow(['a']);
+    const many = Array.from({ length: 3000 }, (_, i) => [
+      `${'ログインできない'.repeat(1 + (i % 4))} 😀 ${i}`,
+    ]);
+    for (const r of many) sheet.addRow(r);
+    const body = Buffer.from(await book.xlsx.writeBuffer());
+    expect(await decode(chunked(body), planColumns([field('a')]))).toEqual(many);
+  });
+
   it('yields large pages in chunks', async () => {
     const many = Array.from({ length: 2500 }, (_, i) => [`t${i}`, i]);
     const p = planColumns([field('t'), field('n', 'number')]);

@@ -7,7 +7,12 @@
  * (the emulator writes a CR as `_x000D_`, since XML line-end handling would turn a raw CR into LF, and a
  * literal `_xHHHH_` as `_x005F_xHHHH_`). exceljs's streaming reader leaves them as they are; we undo them.
  *
- * Read with exceljs's streaming `WorkbookReader`. Two of its behaviours shape this module:
+ * Read with exceljs's streaming `WorkbookReader`. Three of its behaviours shape this module:
+ * - It decodes every inflated chunk of a zip entry as UTF-8 on its own, so a multi-byte character cut by
+ *   a chunk boundary became U+FFFD (seen on 1500-row pages of Japanese reviews). We hand its XML parser
+ *   text instead: worksheet iterators are wrapped in a streaming TextDecoder, and shared-string entries get
+ *   `setEncoding('utf8')` (its decoder passes strings through). Both hooks are instance-level overrides
+ *   of `_parseWorksheet`/`_parseSharedStrings`, checked for before use; the tests would catch their loss.
  * - A row with no cells at all is not emitted: gaps in row numbers are all-null rows, and we restore
  *   them. All-null rows at the very end of a page cannot be seen at all (no cell, no row element).
  * - On some corrupted bodies (a damaged deflate stream inside the zip) exceljs/unzipper neither finish
@@ -71,6 +76,7 @@ export async function* decodeXlsx(
     styles: 'ignore',
     entries: 'ignore',
   });
+  decodeTextWhole(reader);
   const rows = new RowReader(plan, where);
   try {
     const sheets = reader[Symbol.asyncIterator]();
@@ -103,6 +109,40 @@ export async function* decodeXlsx(
 }
 
 type Chunk = Uint8Array | string;
+
+/** A byte stream as text, characters never split between chunks. */
+async function* utf8Text(source: AsyncIterable<Chunk>): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8');
+  for await (const chunk of source) {
+    const text = typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
+    if (text.length > 0) yield text;
+  }
+  const rest = decoder.decode();
+  if (rest.length > 0) yield rest;
+}
+
+interface ReaderInternals {
+  _parseWorksheet?: (iterator: AsyncIterable<Chunk>, sheetNo: string) => unknown;
+  _parseSharedStrings?: (entry: NodeJS.ReadableStream) => unknown;
+}
+
+/** See the module comment: make exceljs parse text, not independently decoded byte chunks. */
+function decodeTextWhole(reader: ExcelJS.stream.xlsx.WorkbookReader): void {
+  const internals = reader as unknown as ReaderInternals;
+  const parseWorksheet = internals._parseWorksheet;
+  if (typeof parseWorksheet === 'function') {
+    internals._parseWorksheet = function (this: unknown, iterator, sheetNo) {
+      return parseWorksheet.call(this, utf8Text(iterator), sheetNo);
+    };
+  }
+  const parseSharedStrings = internals._parseSharedStrings;
+  if (typeof parseSharedStrings === 'function') {
+    internals._parseSharedStrings = function (this: unknown, entry) {
+      entry.setEncoding?.('utf8');
+      return parseSharedStrings.call(this, entry);
+    };
+  }
+}
 
 function toBuffer(chunk: Chunk): Buffer {
   if (typeof chunk === 'string') return Buffer.from(chunk, 'utf8');
