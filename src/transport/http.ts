@@ -8,8 +8,9 @@ import {
   AuthenticationError,
   BadRequestError,
   DqsError,
-  type HttpError,
+  HttpError,
   type HttpErrorDetails,
+  InvalidArgumentError,
   NetworkError,
   NotAcceptableError,
   NotFoundError,
@@ -91,7 +92,15 @@ export class HttpTransport {
   async #authorization(refresh: boolean): Promise<string | undefined> {
     const provider = this.#options.token;
     if (provider) {
-      if (refresh || this.#token === undefined) this.#token = await provider();
+      if (refresh || this.#token === undefined) {
+        const token: unknown = await provider();
+        if (typeof token !== 'string' || !/^[\x20-\x7e]+$/.test(token)) {
+          throw new Error(
+            `it returned ${typeof token === 'string' ? 'a string that is not printable ASCII' : typeof token}`,
+          );
+        }
+        this.#token = token;
+      }
       return this.#token;
     }
     return this.#options.apiKey;
@@ -277,6 +286,10 @@ export function translateError(err: unknown, info: RequestInfo, signal: AbortSig
   if (signal.aborted && signal.reason instanceof DqsError) return signal.reason;
   const code = (err as { code?: string } | null)?.code;
   const message = (err as Error | null)?.message ?? String(err);
+  // undici refused to send (e.g. a header value it cannot encode): no retry can change that.
+  if (code === 'UND_ERR_INVALID_ARG') {
+    return new InvalidArgumentError('request', `undici refused ${info.method} ${info.url}: ${message}`);
+  }
   if (
     code === 'UND_ERR_HEADERS_TIMEOUT' ||
     code === 'UND_ERR_BODY_TIMEOUT' ||
@@ -285,6 +298,16 @@ export function translateError(err: unknown, info: RequestInfo, signal: AbortSig
     return new TimeoutError(`${info.method} ${info.url}`, 0, { cause: err });
   }
   return new NetworkError(info, code ? `${code}: ${message}` : message, { cause: err });
+}
+
+/** A Location for a message: resolved, credentials and query dropped, capped; never echoed raw. */
+function redactUrl(location: string, base: string): string {
+  try {
+    const url = new URL(location, base);
+    return `${url.protocol}//${url.host}${url.pathname}`.slice(0, 200);
+  } catch {
+    return '(an invalid URL)';
+  }
 }
 
 function header(res: HttpResponse, name: string): string | undefined {
@@ -329,6 +352,15 @@ export async function errorFromResponse(res: HttpResponse): Promise<HttpError> {
       return new ServerError({ ...details, retryAfterMs });
     case res.status === 400 || res.status === 413 || res.status === 422:
       return new BadRequestError(details);
+    case res.status >= 300 && res.status < 400: {
+      // undici's request() follows no redirect, so the key never reaches the Location's host.
+      const location = header(res, 'location');
+      return new HttpError(
+        'DQS_HTTP',
+        details,
+        `redirect${location ? ` to ${redactUrl(location, res.info.url)}` : ''} not followed: the API key is only sent to baseUrl; point baseUrl at the final address`,
+      );
+    }
     default:
       return new BadRequestError(details, 'DQS_HTTP');
   }

@@ -66,7 +66,9 @@ export interface NormalizedClientOptions {
   readonly rateLimiter: RateLimiter | undefined;
 }
 
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+const LOOPBACK = new Set(['localhost', '[::1]']);
+/** WHATWG URL normalises IPv4 hosts (`127.1` → `127.0.0.1`), so a literal test is enough here. */
+const IPV4_LOOPBACK = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
 
 function positiveInteger(value: unknown, name: string, fallback: number): number {
   if (value === undefined) return fallback;
@@ -111,13 +113,19 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     );
   }
   const apiKey = options.apiKey ?? process.env.DQS_API_KEY;
-  if (apiKey !== undefined && (typeof apiKey !== 'string' || /[\r\n]/.test(apiKey))) {
-    throw new InvalidArgumentError('apiKey', 'Expected a string without line breaks');
+  // The key travels in a header: anything but printable ASCII would be refused by undici on every
+  // request (as a network error, retried in vain). The message never shows the key.
+  if (apiKey !== undefined && (typeof apiKey !== 'string' || !/^[\x20-\x7e]*$/.test(apiKey))) {
+    throw new InvalidArgumentError(
+      'apiKey',
+      `Expected a string of printable ASCII characters, got ${typeof apiKey === 'string' ? 'other characters (not shown)' : typeof apiKey}`,
+    );
   }
   if (
     baseUrl.protocol === 'http:' &&
     !LOOPBACK.has(baseUrl.hostname) &&
-    !baseUrl.hostname.startsWith('127.') &&
+    // Not `startsWith('127.')`: that let a DNS name such as 127.example.com through.
+    !IPV4_LOOPBACK.test(baseUrl.hostname) &&
     options.allowInsecureHttp !== true &&
     (apiKey || options.token)
   ) {
