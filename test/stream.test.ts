@@ -82,9 +82,12 @@ describe('ResultStream', () => {
     for await (const _ of result.stream({ output: 'rows', pageSize: 5000, concurrency: 2 })) n++;
     expect(n).toBe(30_000);
     let m = 0;
-    await pipeline(result.stream({ output: 'rows', pageSize: 3000 }), async (source: AsyncIterable<unknown>) => {
-      for await (const _ of source) m++;
-    });
+    await pipeline(
+      result.stream({ output: 'rows', pageSize: 3000 }),
+      async (source: AsyncIterable<unknown>) => {
+        for await (const _ of source) m++;
+      },
+    );
     expect(m).toBe(30_000);
   });
 
@@ -393,6 +396,18 @@ describe('ResultStream', () => {
     const rest = await result.toArray({ startRow: events[1]!.checkpoint.nextRow, pageSize: 250 });
     expect(rest.map((r) => toWire(result.fields, r))).toEqual(expected('job_listings', {}, 501, 500, 1000));
     expect(emu.requests.filter((r) => r.method === 'GET').map((r) => r.query.start)).toEqual(['501', '751']);
+  });
+
+  it('reports progress when consumed through pipeline (flowing mode) too', async () => {
+    const { client } = await setup({ seed: SEED, rowCap: 1000 });
+    const stream = client.stream('job_listings', {}, { pageSize: 250 });
+    const events: ProgressEvent[] = [];
+    stream.on('progress', (e: ProgressEvent) => events.push(e));
+    await pipeline(stream, toArrowIpc({ format: 'stream' }), async (bytes: AsyncIterable<Buffer>) => {
+      for await (const _ of bytes);
+    });
+    expect(events.map((e) => e.rows)).toEqual([250, 500, 750, 1000]);
+    expect(events.at(-1)!.checkpoint.nextRow).toBe(1001);
   });
 
   it('pipes into toArrowIpc (file and stream) and reads back equal with apache-arrow', async () => {

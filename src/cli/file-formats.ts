@@ -47,18 +47,17 @@ export function fileFormatOf(out: string, as: FileFormat | undefined): FileForma
  * The stages from RecordBatches to the file's bytes, loaded on demand (apache-arrow and the Parquet
  * WebAssembly take a noticeable part of a second to load; `--help` and the listing commands skip that).
  * Arrow IPC gets plain strings instead of the ticker dictionary: the result's dictionary grows, which makes
- * delta dictionaries, and Polars cannot read those. It is encoded by `arrowIpcTransform` (backpressure,
- * clean teardown) rather than `toArrowIpc`, whose apache-arrow Duplex has neither.
+ * delta dictionaries, and Polars cannot read those.
  */
 export async function writerFor(format: FileFormat): Promise<Duplex[]> {
   switch (format) {
     case 'arrow':
     case 'arrows': {
-      const [{ decodeDictionaries }, { arrowIpcTransform }] = await Promise.all([
+      const [{ decodeDictionaries }, { toArrowIpc }] = await Promise.all([
         import('../output/dictionaries.js'),
-        import('../output/ipc-transform.js'),
+        import('../output/arrow-ipc.js'),
       ]);
-      return [decodeDictionaries(), arrowIpcTransform(format === 'arrow' ? 'file' : 'stream')];
+      return [decodeDictionaries(), toArrowIpc({ format: format === 'arrow' ? 'file' : 'stream' })];
     }
     case 'parquet':
       return [(await import('../output/parquet.js')).toParquet()];

@@ -1,11 +1,11 @@
 /**
- * `toArrowIpc()`: a Duplex that takes `RecordBatch`es (as a ResultStream emits them) and gives Arrow IPC
- * bytes, for `pipeline(stream, toArrowIpc(), createWriteStream(path))`. apache-arrow's own Node adapter
- * does the work, with backpressure on both sides.
+ * `toArrowIpc()`: RecordBatches in (as a ResultStream emits them), Arrow IPC bytes out, for
+ * `pipeline(stream, toArrowIpc(), createWriteStream(path))`. The encoding is `arrowIpcTransform`'s: a plain
+ * Transform, so Node's backpressure applies on both sides and a failure tears it down cleanly.
  */
-import type { Duplex } from 'node:stream';
-import { RecordBatchFileWriter, RecordBatchStreamWriter } from 'apache-arrow';
+import type { Transform } from 'node:stream';
 import { InvalidArgumentError } from '../core/errors.js';
+import { arrowIpcTransform } from './ipc-transform.js';
 
 export interface ArrowIpcOptions {
   /**
@@ -16,11 +16,10 @@ export interface ArrowIpcOptions {
   readonly format?: 'file' | 'stream';
 }
 
-export function toArrowIpc(options: ArrowIpcOptions = {}): Duplex {
+export function toArrowIpc(options: ArrowIpcOptions = {}): Transform {
   const format = options.format ?? 'file';
   if (format !== 'file' && format !== 'stream') {
     throw new InvalidArgumentError('format', `Expected 'file' or 'stream', got ${JSON.stringify(format)}`);
   }
-  const Writer = format === 'file' ? RecordBatchFileWriter : RecordBatchStreamWriter;
-  return Writer.throughNode({ autoDestroy: true });
+  return arrowIpcTransform(format);
 }

@@ -60,7 +60,21 @@ export class OrderedWindow<T> {
     ) {
       const index = this.#scheduled++;
       const signal = this.#abort.signal;
-      const task = this.#queue.add(() => this.#run(index, signal), { signal }) as Promise<T>;
+      // The result travels in a box emptied when taken: p-queue keeps a record of finished tasks, and
+      // a page's rows must not live on in it after the consumer has them.
+      const box: { value?: T } = {};
+      const task = this.#queue
+        .add(
+          async () => {
+            box.value = await this.#run(index, signal);
+          },
+          { signal },
+        )
+        .then(() => {
+          const value = box.value as T;
+          delete box.value;
+          return value;
+        });
       // The rejection is observed when `next()` reaches this index; until then it must not count as unhandled.
       task.catch(() => {});
       this.#pending.set(index, task);

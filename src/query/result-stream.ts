@@ -77,7 +77,7 @@ export class ResultStream extends Readable {
   #reading = false;
   #schema: Schema | undefined;
   #source: ResultSource | undefined;
-  /** Rows handed to the consumer by `read()`: chunks still in Node's buffer do not count. */
+  /** Rows handed to the consumer (`'data'` emitted): chunks still in Node's buffer do not count. */
   #delivered = 0;
   /** Pages converted but not yet wholly read by the consumer, with their progress figures. */
   #marks: { readonly end: number; readonly pages: number; readonly bytes: number }[] = [];
@@ -129,27 +129,29 @@ export class ResultStream extends Readable {
   }
 
   /**
-   * Every consumer (for-await, pipe, 'data') takes chunks through `read()`, so this is where rows count
-   * as delivered, and where a page's `'progress'` is due once its last row has been taken.
+   * Every chunk that reaches the consumer is announced by a `'data'` event: `read()` emits it for
+   * for-await and paused-mode readers, and flowing mode (`pipe`, `pipeline`) emits it directly without
+   * calling `read()`. So this is where rows count as delivered, and where a page's `'progress'` is due
+   * once its last row has been taken.
    */
-  // biome-ignore lint/suspicious/noExplicitAny: Readable's own signature; a narrower one breaks pipeline()'s typing.
-  override read(size?: number): any {
-    const chunk = super.read(size) as Chunk | null;
-    if (chunk !== null) {
-      this.#delivered += this.#options.output === 'arrow' ? (chunk as RecordBatch).numRows : 1;
-      const nextRow = this.#options.startRow + this.#delivered;
-      while (this.#marks.length > 0 && this.#marks[0]!.end <= nextRow) {
-        const mark = this.#marks.shift()!;
-        this.emit('progress', {
-          rows: mark.end - this.#options.startRow,
-          total: this.#toEmit,
-          pages: mark.pages,
-          bytes: mark.bytes,
-          checkpoint: this.#checkpointAt(mark.end)!,
-        } satisfies ProgressEvent);
-      }
+  override emit(event: string | symbol, ...args: unknown[]): boolean {
+    if (event === 'data') this.#deliver(args[0] as Chunk);
+    return super.emit(event, ...args);
+  }
+
+  #deliver(chunk: Chunk): void {
+    this.#delivered += this.#options.output === 'arrow' ? (chunk as RecordBatch).numRows : 1;
+    const nextRow = this.#options.startRow + this.#delivered;
+    while (this.#marks.length > 0 && this.#marks[0]!.end <= nextRow) {
+      const mark = this.#marks.shift()!;
+      super.emit('progress', {
+        rows: mark.end - this.#options.startRow,
+        total: this.#toEmit,
+        pages: mark.pages,
+        bytes: mark.bytes,
+        checkpoint: this.#checkpointAt(mark.end)!,
+      } satisfies ProgressEvent);
     }
-    return chunk;
   }
 
   /** Pages requested so far (for tests of backpressure and for progress displays). */
@@ -265,7 +267,7 @@ export class ResultStream extends Readable {
         const out = convert.page(page);
         bytes += page.bytes;
         pageCount++;
-        // Reported by `read()` once the consumer has taken the page's last row.
+        // Reported by `#deliver()` once the consumer has taken the page's last row.
         this.#marks.push({ end: page.range.start + page.rows.length, pages: pageCount, bytes });
         if (window.concurrency < opts.concurrency && ++this.#calmPages >= 4) {
           window.concurrency += 1;
