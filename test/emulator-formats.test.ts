@@ -145,11 +145,11 @@ describe('XLSX', () => {
       // CR travels as Excel's `_x000D_` escape (XML would turn a raw CR into LF). exceljs's streaming
       // reader leaves inline-string escapes as they are; undone here, the text, CRLF included, is exact.
       const raw = rows.slice(1);
-      const unescape = (v: WireValue) =>
+      const undoEscapes = (v: WireValue) =>
         typeof v === 'string'
           ? v.replace(/_x([0-9A-Fa-f]{4})_/g, (_, h: string) => String.fromCharCode(Number.parseInt(h, 16)))
           : v;
-      expect(raw.map((r) => r.map(unescape))).toEqual(table.rows);
+      expect(raw.map((r) => r.map(undoEscapes))).toEqual(table.rows);
     }
   });
 
