@@ -100,13 +100,14 @@ function parseOnly() {
   for (const text of pages) n += JSON.parse(text).rows.length;
   return n;
 }
-function parseAndBuild() {
+function parseAndBuild(keep) {
   const builder = new RecordBatchBuilder(plan);
   const batches = [];
   for (const text of pages) {
     const page = JSON.parse(text);
     builder.appendRows(page.rows, page.start, page);
-    batches.push(builder.flush());
+    const batch = builder.flush();
+    if (keep) batches.push(batch);
   }
   return batches;
 }
@@ -122,40 +123,51 @@ function parseAndRows() {
   return n;
 }
 
+/** Median wall time (and the CPU time of that round: less sensitive to a busy machine). */
 async function measure(fn) {
   await fn();
-  const times = [];
+  const runs = [];
   let result;
   for (let r = 0; r < ROUNDS; r++) {
     globalThis.gc?.();
+    const cpu = process.cpuUsage();
     const t = performance.now();
     result = await fn();
-    times.push(performance.now() - t);
+    const used = process.cpuUsage(cpu);
+    runs.push({ ms: performance.now() - t, cpuMs: (used.user + used.system) / 1000 });
   }
-  times.sort((a, b) => a - b);
-  return { ms: times[Math.floor(times.length / 2)], result };
+  runs.sort((a, b) => a.ms - b.ms);
+  return { ...runs[Math.floor(runs.length / 2)], result };
 }
 const rate = (ms) => `${(((ROWS / ms) * 1000) / 1e6).toFixed(2)} M rows/s`;
-const line = (label, ms, note = '') =>
-  console.log(`${label.padEnd(30)}${ms.toFixed(0).padStart(7)} ms  ${note}`);
+const line = (label, m, note = '') =>
+  console.log(
+    `${label.padEnd(30)}${m.ms.toFixed(0).padStart(7)} ms (cpu ${m.cpuMs.toFixed(0).padStart(5)})  ${note}`,
+  );
 
 const parse = await measure(parseOnly);
-line('JSON.parse only', parse.ms);
-const build = await measure(() => void parseAndBuild());
+line('JSON.parse only', parse);
+const stream = await measure(() => void parseAndBuild(false));
 line(
   'JSON.parse + builder',
-  build.ms,
+  stream,
+  `(batches dropped as made; builder ~${(stream.ms - parse.ms).toFixed(0)} ms = ${rate(stream.ms - parse.ms)}; x${(stream.ms / parse.ms).toFixed(2)} of parse)`,
+);
+const build = await measure(() => void parseAndBuild(true));
+line(
+  'JSON.parse + builder, kept',
+  build,
   `(builder ~${(build.ms - parse.ms).toFixed(0)} ms = ${rate(build.ms - parse.ms)}; x${(build.ms / parse.ms).toFixed(2)} of parse)`,
 );
 const rows = await measure(parseAndRows);
 line(
   'JSON.parse + row objects',
-  rows.ms,
+  rows,
   `(factory ~${(rows.ms - parse.ms).toFixed(0)} ms; x${(rows.ms / parse.ms).toFixed(2)} of parse)`,
 );
-const table = new Table(parseAndBuild());
+const table = new Table(parseAndBuild(true));
 const ipc = await measure(() => tableToIPC(table, 'stream').byteLength);
-line('tableToIPC (stream)', ipc.ms, `(${mb(ipc.result)} MB)`);
+line('tableToIPC (stream)', ipc, `(${mb(ipc.result)} MB)`);
 
 pages = [];
 const csvPages = [];
@@ -192,10 +204,10 @@ async function csvDecode(engine) {
   return n;
 }
 const csvAlone = await measure(csvParseOnly);
-line('csv-parse alone', csvAlone.ms);
+line('csv-parse alone', csvAlone);
 const csvOurs = await measure(() => csvDecode('core'));
 line(
   'decodeCsv (typed wire rows)',
-  csvOurs.ms,
+  csvOurs,
   `(x${(csvOurs.ms / csvAlone.ms).toFixed(2)} of csv-parse alone)`,
 );

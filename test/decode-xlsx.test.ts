@@ -254,6 +254,22 @@ describe('decodeXlsx', () => {
     expect(n).toBe(2500);
   });
 
+  it('closes the body when it is not a workbook, and validates stallMs', async () => {
+    let closed = false;
+    async function* body() {
+      try {
+        yield Buffer.from('not a zip at all');
+        yield Buffer.from('more');
+      } finally {
+        closed = true;
+      }
+    }
+    expect(await caught(() => decode(body()))).toBeInstanceOf(DecodeError);
+    expect(closed).toBe(true);
+    const error = await caught(() => decode(chunked(Buffer.from('x')), plan, 0));
+    expect(error).toMatchObject({ code: 'DQS_INVALID_ARGUMENT', argument: 'stallMs' });
+  });
+
   it('passes errors of the body through unchanged', async () => {
     const body = await writeXlsx(ids, rows);
     const boom = new Error('socket hang up');

@@ -27,7 +27,7 @@ import type { PageRange } from '../convert/batch-builder.js';
 import type { ColumnKind } from '../convert/column-kind.js';
 import { formatDateDays, formatTimestampMs } from '../convert/dates.js';
 import type { ColumnPlan } from '../convert/plan.js';
-import { DecodeError, DqsError, safeRepr } from '../core/errors.js';
+import { DecodeError, DqsError, InvalidArgumentError, safeRepr } from '../core/errors.js';
 import type { WireValue } from '../core/wire.js';
 
 export interface XlsxDecodeOptions {
@@ -66,8 +66,20 @@ export async function* decodeXlsx(
   options: XlsxDecodeOptions = {},
 ): AsyncGenerator<WireValue[][]> {
   const stallMs = options.stallMs ?? 10_000;
+  if (typeof stallMs !== 'number' || !(stallMs >= 1) || !Number.isFinite(stallMs)) {
+    throw new InvalidArgumentError(
+      'stallMs',
+      `Expected a finite number >= 1, got ${safeRepr(stallMs)} (${typeof stallMs})`,
+    );
+  }
   const input = (body as AsyncIterable<Uint8Array | string>)[Symbol.asyncIterator]();
-  const head = await peekMagic(input, where);
+  let head: Buffer[];
+  try {
+    head = await peekMagic(input, where);
+  } catch (error) {
+    await input.return?.()?.catch(() => {});
+    throw error;
+  }
   const feed = new Feed(input, head, stallMs, where);
   const reader = new ExcelJS.stream.xlsx.WorkbookReader(feed.stream, {
     worksheets: 'emit',
