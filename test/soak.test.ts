@@ -41,6 +41,7 @@ const snapshot = () => {
 console.log(JSON.stringify({ url: emu.url, apiKey: emu.apiKey, ...snapshot() }));
 for await (const line of (await import('node:readline')).createInterface({ input: process.stdin })) {
   if (line === 'mem') console.log(JSON.stringify(snapshot()));
+  if (line === 'rss') console.log(JSON.stringify({ rss: process.memoryUsage.rss() }));
   if (line === 'close') { await emu.close(); console.log('{}'); process.exit(0); }
 }
 `;
@@ -67,7 +68,7 @@ function nextLine(): Promise<string> {
   });
 }
 
-async function ask(command: 'mem' | 'close'): Promise<Snapshot> {
+async function ask(command: 'mem' | 'rss' | 'close'): Promise<Snapshot> {
   const reply = nextLine();
   child.stdin.write(`${command}\n`);
   return JSON.parse(await reply) as Snapshot;
@@ -114,6 +115,10 @@ describe('soak: concurrent clients against one emulator process', () => {
     const stats = { queries: 0, pages: 0, rows: 0, small: 0, retries: 0 };
     const errors: unknown[] = [];
     let warm: Snapshot | undefined;
+    const rssSeries: number[] = [];
+    const sampler = setInterval(() => {
+      ask('rss').then((s) => rssSeries.push(Math.round(s.rss / 2 ** 20)), errors.push.bind(errors));
+    }, 1000);
     const warmTimer = setTimeout(() => {
       ask('mem').then((s) => {
         warm = s;
@@ -153,6 +158,7 @@ describe('soak: concurrent clients against one emulator process', () => {
     };
     await Promise.all(Array.from({ length: CLIENTS }, (_, i) => worker(i)));
     clearTimeout(warmTimer);
+    clearInterval(sampler);
     const seconds = (performance.now() - t0) / 1000;
     await new Promise((r) => setTimeout(r, 300)); // let the last sockets close
     const end = await ask('mem');
@@ -172,6 +178,8 @@ describe('soak: concurrent clients against one emulator process', () => {
       retries: stats.retries,
       'RSS MB start/warm/end': `${mb(first.rss)} / ${mb(base.rss)} / ${mb(end.rss)}`,
       'heap MB start/warm/end': `${mb(first.heapUsed)} / ${mb(base.heapUsed)} / ${mb(end.heapUsed)}`,
+      'buffers MB start/warm/end': `${mb(first.arrayBuffers)} / ${mb(base.arrayBuffers)} / ${mb(end.arrayBuffers)}`,
+      'RSS MB each second': rssSeries.join(' '),
       'handles start/end': `${first.resources} / ${end.resources}`,
       'request log': end.log,
     };
