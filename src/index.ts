@@ -2,6 +2,17 @@
  * dqs-client: a typed, streaming client of the Dataset Query Service.
  * This module only re-exports; internals stay unexported.
  */
+export {
+  type DisplayOptions,
+  display,
+  Preview,
+  type PreviewableResult,
+  type PreviewOptions,
+  type PreviewReadOptions,
+  preview,
+  type TslabLike,
+} from './analytics/preview.js';
+export type { MimeBundle } from './analytics/result-display.js';
 export { DatasetClient, type QueryOptions } from './client.js';
 export type { ColumnKind } from './convert/index.js';
 export {

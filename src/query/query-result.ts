@@ -3,7 +3,9 @@
  * as many times as wanted: as a stream, a whole Arrow table, row objects, or a raw body download.
  */
 import type { Readable } from 'node:stream';
+import { inspect } from 'node:util';
 import { type RecordBatch, Table } from 'apache-arrow';
+import { JUPYTER_DISPLAY, type MimeBundle, resultBundle, resultText } from '../analytics/result-display.js';
 import { InvalidArgumentError } from '../core/errors.js';
 import { type FieldDescriptor, type FormatName, MediaType } from '../core/wire.js';
 import type { CallOptions, EndpointClient } from '../transport/endpoints.js';
@@ -92,5 +94,18 @@ export class QueryResult implements ResultSource {
     });
     response.body.once('close', response.done);
     return response.body;
+  }
+
+  /**
+   * `console.log(result)` / the REPL: dataset, query id, total, truncation and the columns with the Arrow
+   * types a stream will produce. Fetches nothing.
+   */
+  [inspect.custom](depth: number): string {
+    return depth < 0 ? `[QueryResult ${this.datasetId} ${this.id.slice(0, 12)}…]` : resultText(this);
+  }
+
+  /** Deno's Jupyter kernel: the same summary as HTML (schema, row count, truncation). Fetches nothing. */
+  [JUPYTER_DISPLAY](): MimeBundle {
+    return resultBundle(this);
   }
 }
