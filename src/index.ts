@@ -3,6 +3,15 @@
  * This module only re-exports; internals stay unexported.
  */
 export {
+  type DuckDBConnectionLike,
+  MissingPackageError,
+  type PolarsLike,
+  type ToDuckDBOptions,
+  type ToPolarsOptions,
+  toDuckDB,
+  toPolars,
+} from './analytics/dataframes.js';
+export {
   type DisplayOptions,
   display,
   Preview,

@@ -1,0 +1,208 @@
+/**
+ * Hand-offs from Arrow to data-frame engines. The engines are optional: nothing here imports them at
+ * start-up, and a missing one is a clear error naming the package to install.
+ *
+ * - `toPolars(table)`: Arrow IPC bytes into `pl.readIPC` (one copy, into Polars' Rust memory). The ticker
+ *   column's growing dictionary is decoded to plain strings first: Polars refuses IPC with *delta*
+ *   dictionaries, which is what a table of several batches with one growing dictionary serialises to.
+ * - `toDuckDB(connection, source, name)`: streamed through `toParquet()` into a temporary file, then
+ *   `CREATE TABLE name AS SELECT * FROM read_parquet(file)`. Parquet is the path DuckDB reads fastest
+ *   with every type exact (DATE, TIMESTAMP WITH TIME ZONE, BOOLEAN, DOUBLE), it needs no extension, and
+ *   the source may be a whole result stream that never fits in memory. (The appender would cross into
+ *   DuckDB value by value from JavaScript: far slower for millions of rows.)
+ * - arquero needs no helper: `aq.fromArrow(table)` uses the Arrow columns as they are (docs/analytics.md).
+ */
+import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { makeData, RecordBatch, type Schema, Struct, Table, tableToIPC, vectorFromArray } from 'apache-arrow';
+import type { DataFrame } from 'nodejs-polars';
+import { InvalidArgumentError, safeRepr } from '../core/errors.js';
+import { withoutDictionaries } from '../output/dictionaries.js';
+import { type ParquetOptions, toParquet } from '../output/parquet.js';
+
+/** A missing optional package: what to install, and the failed import as `cause`. */
+export class MissingPackageError extends Error {
+  readonly code = 'ERR_MODULE_NOT_FOUND';
+  readonly packageName: string;
+  constructor(packageName: string, feature: string, options?: { cause?: unknown }) {
+    super(`install ${packageName} to use ${feature} (npm install ${packageName})`, options);
+    this.name = 'MissingPackageError';
+    this.packageName = packageName;
+  }
+}
+
+/** The part of nodejs-polars `toPolars()` uses. */
+export interface PolarsLike {
+  readIPC(buffer: Buffer): DataFrame;
+}
+
+export interface ToPolarsOptions {
+  /**
+   * The nodejs-polars module to use (`import pl from 'nodejs-polars'`). When absent it is imported lazily:
+   * pass it where that import cannot resolve (a Deno notebook with `npm:nodejs-polars`).
+   */
+  readonly polars?: PolarsLike;
+}
+
+async function loadPolars(): Promise<PolarsLike> {
+  // A variable specifier: nodejs-polars is an optional peer, not a dependency.
+  const name = 'nodejs-polars';
+  let mod: { default?: PolarsLike } & Partial<PolarsLike>;
+  try {
+    mod = (await import(name)) as typeof mod;
+  } catch (err) {
+    throw new MissingPackageError(name, 'toPolars()', { cause: err });
+  }
+  const pl = mod.default ?? mod;
+  if (typeof pl.readIPC !== 'function') {
+    throw new MissingPackageError(name, 'toPolars() (the installed module has no readIPC)');
+  }
+  return pl as PolarsLike;
+}
+
+function asTable(source: Table | RecordBatch, argument: string): Table {
+  if (source instanceof Table) return source;
+  if (source instanceof RecordBatch) return new Table(source.schema, [source]);
+  throw new InvalidArgumentError(
+    argument,
+    `Expected an apache-arrow Table or RecordBatch, got ${safeRepr(source)}`,
+  );
+}
+
+/**
+ * The table as a Polars DataFrame. Types: Utf8 and the ticker dictionary → String, Float64 → Float64,
+ * DateDay → Date, Timestamp(ms, UTC) → Datetime(ms, UTC), Bool → Boolean.
+ *
+ * @example
+ * const df = await toPolars(await result.toTable());
+ * df.groupBy('ticker').len();
+ */
+export async function toPolars(
+  source: Table | RecordBatch,
+  options: ToPolarsOptions = {},
+): Promise<DataFrame> {
+  const table = asTable(source, 'source');
+  const pl = options.polars ?? (await loadPolars());
+  const batches = (table.batches.length ? table.batches : [emptyBatch(table.schema)]).map(
+    withoutDictionaries,
+  );
+  return pl.readIPC(Buffer.from(tableToIPC(new Table(batches[0]!.schema, batches), 'file')));
+}
+
+/** A 0-row batch of `schema` (dictionary columns get an empty dictionary), for tables with no batch. */
+function emptyBatch(schema: Schema): RecordBatch {
+  const children = schema.fields.map((f) => vectorFromArray([], f.type).data[0]!);
+  return new RecordBatch(
+    schema,
+    makeData({ type: new Struct(schema.fields), length: 0, nullCount: 0, children }),
+  );
+}
+
+/** The part of a `@duckdb/node-api` `DuckDBConnection` that `toDuckDB()` uses. */
+export interface DuckDBConnectionLike {
+  run(sql: string): Promise<unknown>;
+}
+
+export interface ToDuckDBOptions {
+  /**
+   * `'create'`: `CREATE TABLE` (fails if it exists); `'replace'`: `CREATE OR REPLACE TABLE`;
+   * `'append'`: `INSERT INTO` an existing table (columns by name).
+   * @default 'create'
+   */
+  readonly mode?: 'create' | 'replace' | 'append';
+  /** Where the temporary Parquet file goes (removed afterwards). @default os.tmpdir() */
+  readonly tempDir?: string;
+  /** The Parquet file's writer options; zstd by default, as `toParquet()`. */
+  readonly parquet?: ParquetOptions;
+  readonly signal?: AbortSignal;
+}
+
+/** Double quotes around an SQL identifier, inner ones doubled. */
+export function quoteIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+function quoteString(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+function batchesOf(
+  source: Table | RecordBatch | Iterable<RecordBatch> | AsyncIterable<RecordBatch>,
+): Iterable<RecordBatch> | AsyncIterable<RecordBatch> {
+  if (source instanceof Table) {
+    // An empty table may have no batch at all; the Parquet writer needs one for the schema.
+    return source.batches.length ? source.batches : [emptyBatch(source.schema)];
+  }
+  if (source instanceof RecordBatch) return [source];
+  if (
+    source !== null &&
+    typeof source === 'object' &&
+    (Symbol.asyncIterator in source || Symbol.iterator in source)
+  ) {
+    return source;
+  }
+  throw new InvalidArgumentError(
+    'source',
+    `Expected a Table, a RecordBatch or an (async) iterable of RecordBatches, got ${safeRepr(source)}`,
+  );
+}
+
+/**
+ * Loads Arrow data into a DuckDB table through a temporary Parquet file, and returns the rows loaded.
+ * `source` may be a `Table`, a `RecordBatch`, or a stream of batches (`result.stream()`,
+ * `client.stream()`): then nothing is held in memory beyond a Parquet row group.
+ *
+ * @example
+ * const instance = await DuckDBInstance.create(':memory:');
+ * const connection = await instance.connect();
+ * await toDuckDB(connection, client.stream('job_listings', { tickers: ['nasdaq:aapl'] }), 'jobs');
+ * (await connection.runAndReadAll('SELECT count(*) FROM jobs')).getRows();
+ */
+export async function toDuckDB(
+  connection: DuckDBConnectionLike,
+  source: Table | RecordBatch | Iterable<RecordBatch> | AsyncIterable<RecordBatch>,
+  tableName: string,
+  options: ToDuckDBOptions = {},
+): Promise<{ rows: number }> {
+  if (typeof connection?.run !== 'function') {
+    throw new InvalidArgumentError('connection', 'Expected a DuckDB connection (with a run(sql) method)');
+  }
+  if (typeof tableName !== 'string' || tableName === '') {
+    throw new InvalidArgumentError('tableName', `Expected a non-empty string, got ${safeRepr(tableName)}`);
+  }
+  const mode = options.mode ?? 'create';
+  if (mode !== 'create' && mode !== 'replace' && mode !== 'append') {
+    throw new InvalidArgumentError('mode', `Expected 'create', 'replace' or 'append', got ${safeRepr(mode)}`);
+  }
+  const batches = batchesOf(source);
+  const dir = await mkdtemp(join(options.tempDir ?? tmpdir(), 'dqs-duckdb-'));
+  try {
+    const file = join(dir, `${randomUUID()}.parquet`);
+    let rows = 0;
+    const counter = new Transform({
+      objectMode: true,
+      transform(batch: RecordBatch, _encoding, callback) {
+        rows += batch.numRows;
+        callback(null, batch);
+      },
+    });
+    await pipeline(Readable.from(batches), counter, toParquet(options.parquet), createWriteStream(file), {
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    const name = quoteIdentifier(tableName);
+    const read = `SELECT * FROM read_parquet(${quoteString(file)})`;
+    const sql =
+      mode === 'append'
+        ? `INSERT INTO ${name} BY NAME ${read}`
+        : `CREATE ${mode === 'replace' ? 'OR REPLACE ' : ''}TABLE ${name} AS ${read}`;
+    await connection.run(sql);
+    return { rows };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
