@@ -2,11 +2,11 @@
  * `DatasetClient`: every endpoint of the service (from `EndpointClient`) plus the query lifecycle:
  * `query()` creates, waits and describes a result; `stream()` does all of that inside a stream.
  */
-import { MediaType, type QueryBody } from './core/wire.js';
+import { MediaType, type QueryBody, type QueryStatus } from './core/wire.js';
 import { QueryResult, type QueryResult as QueryResultType } from './query/query-result.js';
 import { type ResultSource, ResultStream } from './query/result-stream.js';
 import { normalizeStreamOptions, type StreamOptions } from './query/stream-options.js';
-import { createAndWait, type WaitOptions } from './query/wait.js';
+import { createAndWait, type WaitOptions, waitForQuery } from './query/wait.js';
 import { type CallOptions, EndpointClient } from './transport/endpoints.js';
 
 export type QueryOptions = WaitOptions;
@@ -20,12 +20,34 @@ export class DatasetClient extends EndpointClient {
    */
   async query(datasetId: string, body: QueryBody = {}, options: QueryOptions = {}): Promise<QueryResultType> {
     const { handle, status } = await createAndWait(this, datasetId, body, options);
-    const formats = status.formats.length ? status.formats : handle.formats;
-    const fields = await this.#fields(datasetId, handle.id, formats, options);
+    return this.#result(datasetId, handle.id, status, handle.formats, options);
+  }
+
+  /**
+   * A query that already exists, by id (e.g. from a `checkpoint` saved by a process that died): waits
+   * until it is complete and describes it, without creating anything.
+   * @example
+   * const result = await client.result(checkpoint.datasetId, checkpoint.queryId);
+   * result.stream({ startRow: checkpoint.nextRow });
+   */
+  async result(datasetId: string, queryId: string, options: QueryOptions = {}): Promise<QueryResultType> {
+    const status = await waitForQuery(this, datasetId, queryId, options);
+    return this.#result(datasetId, queryId, status, [], options);
+  }
+
+  async #result(
+    datasetId: string,
+    queryId: string,
+    status: QueryStatus,
+    handleFormats: readonly string[],
+    options: CallOptions,
+  ): Promise<QueryResultType> {
+    const formats = status.formats.length ? status.formats : [...handleFormats];
+    const fields = await this.#fields(datasetId, queryId, formats, options);
     return new QueryResult({
       client: this,
       datasetId,
-      id: handle.id,
+      id: queryId,
       total: status.total,
       truncated: status.truncated,
       formats,

@@ -396,6 +396,13 @@ describe('ResultStream', () => {
     const rest = await result.toArray({ startRow: events[1]!.checkpoint.nextRow, pageSize: 250 });
     expect(rest.map((r) => toWire(result.fields, r))).toEqual(expected('job_listings', {}, 501, 500, 1000));
     expect(emu.requests.filter((r) => r.method === 'GET').map((r) => r.query.start)).toEqual(['501', '751']);
+    // A new process has only the checkpoint: client.result() finds the query again without creating one.
+    emu.resetRequests();
+    const again = await client.result('job_listings', events[1]!.checkpoint.queryId);
+    expect(again).toMatchObject({ id: result.id, total: 1000, truncated: true });
+    const rest2 = await again.toArray({ startRow: 501, pageSize: 250 });
+    expect(rest2.map((r) => toWire(result.fields, r))).toEqual(expected('job_listings', {}, 501, 500, 1000));
+    expect(emu.requests.some((r) => r.method === 'POST')).toBe(false);
   });
 
   it('reports progress when consumed through pipeline (flowing mode) too', async () => {

@@ -37,7 +37,7 @@ export class QueryResult implements ResultSource {
   readonly maxResponseBytes: number;
 
   /** @internal Use `client.query()`. */
-  constructor(init: Omit<ResultSource, never>) {
+  constructor(init: ResultSource) {
     this.client = init.client;
     this.datasetId = init.datasetId;
     this.id = init.id;
