@@ -190,6 +190,34 @@ describe('retries', () => {
     expect(performance.now() - t0).toBeLessThan(1500);
   });
 
+  it('download(): a slow but steady body outlives timeoutMs, a silent one still times out (regression)', async () => {
+    // The whole-exchange timer ran until the downloaded body closed, so any download taking longer than
+    // timeoutMs in all was aborted, though the option promises "the longest silence between two chunks".
+    const { client } = await setup(
+      {
+        fault: (r) => {
+          if (!isPageGet(r) || r.query.limit === '1') return undefined;
+          return r.query.limit === '300'
+            ? { kind: 'trickle', bytesPerChunk: 4096, intervalMs: 25 }
+            : { kind: 'trickle', bytesPerChunk: 4096, intervalMs: 5000 };
+        },
+      },
+      { timeoutMs: 300, retry: false },
+    );
+    const result = await client.query('job_listings', { tickers: ['nasdaq:aapl'] });
+    const t0 = performance.now();
+    let bytes = 0;
+    for await (const chunk of await result.download({ limit: 300 })) bytes += (chunk as Buffer).length;
+    expect(performance.now() - t0).toBeGreaterThan(400);
+    expect(bytes).toBeGreaterThan(20 * 4096);
+    const silent = await result.download({ limit: 200 });
+    await expect(
+      (async () => {
+        for await (const _ of silent);
+      })(),
+    ).rejects.toMatchObject({ code: 'UND_ERR_BODY_TIMEOUT' });
+  });
+
   it('never decodes a cut JSON body as a page: any cut point is a NetworkError', async () => {
     const { client, emu } = await setup({}, { retry: false });
     const h = await client.createQuery('web_traffic', { tickers: ['nasdaq:aapl'] });

@@ -92,6 +92,8 @@ export class QueryResult implements ResultSource {
       signal: options.signal,
       timeoutMs: options.timeoutMs,
     });
+    // A whole result can take longer than timeoutMs to arrive: only silence between chunks times out.
+    response.streaming();
     response.body.once('close', response.done);
     return response.body;
   }

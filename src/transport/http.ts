@@ -46,6 +46,11 @@ export interface HttpResponse {
   readonly info: RequestInfo;
   /** Ends the request's timeout/abort wiring; call once the body is consumed or dropped. */
   readonly done: () => void;
+  /**
+   * For a body read as a stream of any length (`download()`): ends the whole-exchange timeout now, so only
+   * undici's `bodyTimeout` (the longest silence between two chunks, = the request's timeout) still applies.
+   */
+  readonly streaming: () => void;
   /** The signal that aborts this exchange (the caller's, or the timeout). */
   readonly signal: AbortSignal;
 }
@@ -202,6 +207,9 @@ export class HttpTransport {
         body,
         signal: controller.signal,
         dispatcher: this.#dispatcher,
+        // Per request, so a call's own timeoutMs (and a caller's dispatcher) get them too.
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
       });
       return {
         status: res.statusCode,
@@ -209,6 +217,7 @@ export class HttpTransport {
         body: res.body,
         info,
         done,
+        streaming: () => clearTimeout(timer),
         signal: controller.signal,
       };
     } catch (err) {
