@@ -12,6 +12,15 @@ export {
   toPolars,
 } from './analytics/dataframes.js';
 export {
+  exportPartitioned,
+  type PartitionedExportOptions,
+  type PartitionedExportResult,
+  type PartitionProgress,
+  type PartitionReport,
+  type PartitionStreamOptions,
+  partitionPath,
+} from './analytics/partitioned-export.js';
+export {
   type DisplayOptions,
   display,
   Preview,
