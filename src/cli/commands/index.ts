@@ -2,6 +2,7 @@
 import type { Command } from '../command.js';
 import { datasetCommand } from './dataset.js';
 import { datasetsCommand } from './datasets.js';
+import { exportCommand } from './export.js';
 import { queryCommand } from './query.js';
 import { serveCommand } from './serve.js';
 import { statusCommand } from './status.js';
@@ -9,6 +10,7 @@ import { tickersCommand } from './tickers.js';
 
 export const COMMANDS: readonly Command[] = [
   queryCommand,
+  exportCommand,
   datasetsCommand,
   datasetCommand,
   tickersCommand,

@@ -1,0 +1,309 @@
+/**
+ * `dqs export <dataset> --out-dir DIR (--ticker T ... | --tickers-file F | --all-tickers)`: one query per
+ * ticker, a few at a time through one client, each into its own Parquet partition
+ * (`DIR/dataset=<id>/ticker=<ticker>/part-0.parquet`), for engines that read the directory as one table.
+ * Resumable: finished partitions are skipped. The work is `exportPartitioned()`'s; this is the command
+ * line around it (tickers, progress, summary, exit codes).
+ */
+import { mkdir, readFile } from 'node:fs/promises';
+import type {
+  PartitionedExportResult,
+  PartitionReport,
+  PartitionStreamOptions,
+} from '../../analytics/partitioned-export.js';
+import { checkTicker } from '../../transport/validate.js';
+import { choice, flag, int, JSON_OPTION, list, positionals, str, type Values } from '../args.js';
+import type { CliIo, Command } from '../command.js';
+import { LocalError, systemReason, UsageError } from '../errors.js';
+import { ExitCode } from '../exit-codes.js';
+import { printJson } from '../print.js';
+import { bytes, count, duration } from '../text.js';
+
+const WIRE_FORMATS = ['auto', 'json', 'csv', 'xlsx'] as const;
+
+export const exportCommand: Command = {
+  name: 'export',
+  summary: 'Export one Parquet file per ticker: a Hive-partitioned dataset for DuckDB, Spark, Polars, Trino.',
+  usage: 'dqs export <dataset> --out-dir DIR (--ticker T ... | --tickers-file F | --all-tickers) [options]',
+  description:
+    'Runs one query per ticker, --concurrency at a time through one connection pool, and writes each result\n' +
+    'to DIR/dataset=<dataset>/ticker=<ticker>/part-0.parquet (the ticker percent-encoded as DuckDB writes\n' +
+    'partition values: nasdaq:aapl is ticker=nasdaq%3Aaapl), a layout DuckDB, Spark, Trino and Polars read\n' +
+    'as one table with a ticker column. A ticker with no rows gets a 0-row file. Each file is written under a\n' +
+    'hidden temporary name and renamed when complete, so running the command again skips the finished\n' +
+    'partitions and queries only the rest (after Ctrl-C, a failure, or with more tickers).',
+  options: {
+    ticker: {
+      type: 'string',
+      multiple: true,
+      arg: 'TICKER',
+      help: 'A ticker to export, e.g. nasdaq:aapl: one partition each.',
+    },
+    'tickers-file': {
+      type: 'string',
+      arg: 'FILE',
+      help: 'More tickers, one per line or comma-separated (# comments; - reads stdin).',
+    },
+    'all-tickers': { type: 'boolean', help: 'Every ticker the dataset lists (`dqs tickers <dataset> ""`).' },
+    'out-dir': {
+      type: 'string',
+      short: 'o',
+      arg: 'DIR',
+      help: 'The output directory (created if missing); the dataset goes to DIR/dataset=<dataset>/.',
+    },
+    concurrency: { type: 'string', arg: 'N', help: 'Queries (partitions) at once, 1 to 64 (default 2).' },
+    'page-concurrency': {
+      type: 'string',
+      arg: 'N',
+      help: 'Page requests at once per query, 1 to 64 (default 4). At most N x --concurrency in flight.',
+    },
+    'page-size': { type: 'string', arg: 'N', help: 'Rows per page request (default 10000).' },
+    format: {
+      type: 'string',
+      arg: 'WIRE',
+      help: 'Format to read from the service: auto|json|csv|xlsx (auto: table JSON when offered). Same output.',
+    },
+    overwrite: { type: 'boolean', help: 'Write finished partitions again instead of skipping them.' },
+    json: {
+      ...JSON_OPTION.json!,
+      help: 'Print a JSON summary on stdout: every partition with its status, rows, bytes, query id.',
+    },
+  },
+  connects: true,
+  examples: [
+    'dqs export job_listings --ticker nasdaq:aapl --ticker nyse:ibm --out-dir lake',
+    'dqs export web_traffic --tickers-file tickers.txt --out-dir lake --concurrency 4',
+    'dqs export store_locations --all-tickers --out-dir lake --json > export.json',
+    'duckdb -c "SELECT ticker, count(*) FROM read_parquet(\'lake/dataset=job_listings/*/*.parquet\', hive_partitioning = true) GROUP BY ticker"',
+  ],
+  async run(args, ctx) {
+    const [dataset] = positionals('export', args, ['dataset']);
+    const v = args.values;
+    const outDir = str(v, 'out-dir');
+    if (outDir === undefined || outDir === '')
+      throw new UsageError('missing --out-dir DIR (e.g. --out-dir lake)', 'export');
+    const all = flag(v, 'all-tickers');
+    const given = await readTickers(v, ctx.io);
+    if (all && given.length > 0) {
+      throw new UsageError(
+        '--all-tickers exports every ticker: give it alone, or list the tickers',
+        'export',
+      );
+    }
+    if (!all && given.length === 0) {
+      throw new UsageError(
+        'missing tickers: --ticker T (repeatable), --tickers-file FILE or --all-tickers',
+        'export',
+      );
+    }
+    // Checked before connecting: a typo fails at once, not after starting the embedded emulator.
+    for (const t of given) checkTicker(t, 'ticker');
+    const concurrency = int('export', v, 'concurrency', 1, 64);
+    const stream = streamOptions(v);
+    const overwrite = flag(v, 'overwrite');
+    const json = flag(v, 'json');
+    try {
+      await mkdir(outDir, { recursive: true });
+    } catch (err) {
+      throw new LocalError(`cannot create --out-dir ${outDir}: ${systemReason(err)}`, { cause: err });
+    }
+
+    const started = performance.now();
+    const { client } = await ctx.connect();
+    const tickers = all
+      ? (await client.searchTickers(dataset!, '', { signal: ctx.signal })).map((t) => t.id)
+      : given;
+    if (tickers.length === 0) {
+      ctx.info(`${dataset} lists no tickers: nothing to export`);
+      if (json) printJson(ctx.io.stdout, summaryJson(undefined, dataset!, 0));
+      return ExitCode.ok;
+    }
+    const [{ exportPartitioned }, progress] = await Promise.all([
+      import('../../analytics/partitioned-export.js'),
+      partitionProgress(ctx.io.stderr, !ctx.quiet, tickers.length),
+    ]);
+    const finished: PartitionReport[] = [];
+    let result: PartitionedExportResult;
+    try {
+      result = await exportPartitioned(client, {
+        dataset: dataset!,
+        tickers,
+        outDir,
+        ...(concurrency !== undefined ? { concurrency } : {}),
+        stream,
+        overwrite,
+        signal: ctx.signal,
+        onPartition: (report) => {
+          finished.push(report);
+          progress.finished(report);
+        },
+        onProgress: (event) => progress.update(event.ticker, event.rows, event.total),
+      });
+    } catch (err) {
+      progress.stop();
+      if (finished.length > 0) {
+        ctx.info(
+          `${count(finished.length)} of ${count(tickers.length)} partitions are finished in ${outDir}; ` +
+            'run the same command again to export the rest',
+        );
+      }
+      throw asLocal(err, outDir);
+    }
+    progress.stop();
+    const ms = performance.now() - started;
+    if (json) printJson(ctx.io.stdout, summaryJson(result, dataset!, ms));
+    ctx.info(summaryLine(result, ms));
+    return ExitCode.ok;
+  },
+};
+
+function streamOptions(v: Values): PartitionStreamOptions {
+  const format = choice('export', v, 'format', WIRE_FORMATS);
+  const pageSize = int('export', v, 'page-size', 1);
+  const concurrency = int('export', v, 'page-concurrency', 1, 64);
+  return {
+    ...(format !== undefined ? { format } : {}),
+    ...(pageSize !== undefined ? { pageSize } : {}),
+    ...(concurrency !== undefined ? { concurrency } : {}),
+  };
+}
+
+/** A file system failure while writing (no space, no permission) is a local error, exit code 7. */
+function asLocal(err: unknown, outDir: string): unknown {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (typeof code === 'string' && /^E[A-Z]+$/.test(code) && (err as NodeJS.ErrnoException).syscall) {
+    return new LocalError(`cannot write to ${outDir}: ${systemReason(err)}`, { cause: err });
+  }
+  return err;
+}
+
+function summaryLine(result: PartitionedExportResult, ms: number): string {
+  const written = result.partitions.filter((p) => p.status === 'written');
+  const empty = written.filter((p) => p.rows === 0).length;
+  const parts = [
+    `${count(result.written)} partition${result.written === 1 ? '' : 's'} written ` +
+      `(${count(result.rowsWritten)} rows, ${bytes(result.bytesWritten)}${empty ? `; ${count(empty)} with no rows` : ''})`,
+  ];
+  if (result.skipped > 0) parts.push(`${count(result.skipped)} skipped (finished by an earlier run)`);
+  const truncated = written.filter((p) => p.truncated).map((p) => p.ticker);
+  const state =
+    truncated.length > 0
+      ? `; TRUNCATED at the service's row cap: ${truncated.join(', ')} (narrow those queries to get every row)`
+      : '';
+  return `exported ${result.dataset} to ${result.root}: ${parts.join(', ')} in ${duration(ms)}${state}`;
+}
+
+function summaryJson(result: PartitionedExportResult | undefined, dataset: string, ms: number) {
+  return {
+    dataset,
+    root: result?.root ?? null,
+    partitions: result?.partitions.length ?? 0,
+    written: result?.written ?? 0,
+    skipped: result?.skipped ?? 0,
+    rows: result?.rowsWritten ?? 0,
+    bytes: result?.bytesWritten ?? 0,
+    truncated: result?.partitions.filter((p) => p.truncated).map((p) => p.ticker) ?? [],
+    seconds: Math.round(ms) / 1000,
+    files: (result?.partitions ?? []).map((p) => ({
+      ticker: p.ticker,
+      path: p.path,
+      status: p.status,
+      rows: p.rows,
+      bytes: p.bytes,
+      truncated: p.truncated ?? null,
+      queryId: p.queryId ?? null,
+    })),
+  };
+}
+
+/** `--ticker`s then the `--tickers-file`'s, in order, without repeats. */
+async function readTickers(v: Values, io: CliIo): Promise<string[]> {
+  const tickers = list(v, 'ticker');
+  const file = str(v, 'tickers-file');
+  if (file !== undefined) {
+    let text: string;
+    try {
+      text = file === '-' ? await readAll(io.stdin) : await readFile(file, 'utf8');
+    } catch (err) {
+      throw new LocalError(`cannot read --tickers-file ${file}: ${systemReason(err)}`, { cause: err });
+    }
+    const fromFile = text
+      .split(/\r?\n/)
+      .flatMap((line) => line.replace(/#.*/, '').split(/[\s,]+/))
+      .filter((t) => t.length > 0);
+    if (fromFile.length === 0) throw new UsageError(`--tickers-file ${file} lists no tickers`, 'export');
+    tickers.push(...fromFile);
+  }
+  return [...new Set(tickers)];
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+interface PartitionProgressView {
+  update(ticker: string, rows: number, total: number): void;
+  finished(report: PartitionReport): void;
+  /** Idempotent; clears the status line. */
+  stop(): void;
+}
+
+const SILENT: PartitionProgressView = { update() {}, finished() {}, stop() {} };
+
+/**
+ * On a terminal (and not `--quiet`): one line per finished partition, under which a status line shows
+ * partitions done, rows written and the partitions in flight with their percentage, redrawn at most 10
+ * times a second. Anywhere else: nothing (logs get the summary).
+ */
+async function partitionProgress(
+  stream: NodeJS.WriteStream,
+  enabled: boolean,
+  partitions: number,
+): Promise<PartitionProgressView> {
+  if (!enabled || !stream.isTTY) return SILENT;
+  const active = new Map<string, { rows: number; total: number }>();
+  let done = 0;
+  let rows = 0;
+  let drawnAt = 0;
+  let stopped = false;
+  const status = () => {
+    const inFlight = [...active]
+      .map(([t, p]) => `${t} ${p.total ? Math.floor((100 * p.rows) / p.total) : 100}%`)
+      .join(', ');
+    let all = rows;
+    for (const p of active.values()) all += p.rows;
+    const line = ` ${count(done)}/${count(partitions)} partitions | ${count(all)} rows${inFlight ? ` | ${inFlight}` : ''}`;
+    const width = stream.columns || 80;
+    return line.length >= width ? `${line.slice(0, width - 2)}…` : line;
+  };
+  const draw = (force: boolean) => {
+    const now = performance.now();
+    if (stopped || (!force && now - drawnAt < 100)) return;
+    drawnAt = now;
+    stream.write(`\r\x1b[K${status()}`);
+  };
+  return {
+    update(ticker, r, total) {
+      active.set(ticker, { rows: r, total });
+      draw(false);
+    },
+    finished(report) {
+      active.delete(report.ticker);
+      done++;
+      if (report.status === 'written') rows += report.rows;
+      const what =
+        report.status === 'skipped'
+          ? 'skipped (finished earlier)'
+          : `${count(report.rows)} rows, ${bytes(report.bytes)}${report.truncated ? ', TRUNCATED' : ''}`;
+      if (!stopped) stream.write(`\r\x1b[Kdqs: ${report.ticker}: ${what}\n`);
+      draw(true);
+    },
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      stream.write('\r\x1b[K');
+    },
+  };
+}
