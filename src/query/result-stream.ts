@@ -16,7 +16,7 @@ import {
   RecordBatchBuilder,
 } from '../convert/index.js';
 import { abortReason } from '../core/abortable.js';
-import { DqsError, RateLimitedError, TruncatedError } from '../core/errors.js';
+import { DqsError, RateLimitedError, type ResumePoint, TruncatedError } from '../core/errors.js';
 import type { FieldDescriptor } from '../core/wire.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import type { RetryEvent } from '../transport/retry.js';
@@ -38,12 +38,7 @@ export interface ResultSource {
 }
 
 /** Where a download stands; pass `nextRow` as `startRow` to resume without re-reading rows. */
-export interface Checkpoint {
-  readonly datasetId: string;
-  readonly queryId: string;
-  /** 1-based position of the first row not yet emitted. */
-  readonly nextRow: number;
-}
+export type Checkpoint = ResumePoint;
 
 /** Sent once the consumer has read the last row of a page, so `checkpoint` is always safe to resume from. */
 export interface ProgressEvent {
