@@ -405,6 +405,24 @@ describe('ResultStream', () => {
     expect(emu.requests.some((r) => r.method === 'POST')).toBe(false);
   });
 
+  it('writes byte-identical Arrow IPC for the same query twice in one process (stable dictionary ids)', async () => {
+    const { client } = await setup({ seed: SEED, rowCap: 2000 });
+    const write = async () => {
+      const chunks: Buffer[] = [];
+      await pipeline(
+        client.stream('job_listings', {}, { pageSize: 500 }),
+        toArrowIpc({ format: 'file' }),
+        async (bytes: AsyncIterable<Buffer>) => {
+          for await (const b of bytes) chunks.push(b);
+        },
+      );
+      return Buffer.concat(chunks);
+    };
+    const [a, b] = [await write(), await write()];
+    expect(tableFromIPC(a).schema.fields.some((f) => String(f.type).startsWith('Dictionary'))).toBe(true);
+    expect(a.equals(b)).toBe(true);
+  });
+
   it('reports progress when consumed through pipeline (flowing mode) too', async () => {
     const { client } = await setup({ seed: SEED, rowCap: 1000 });
     const stream = client.stream('job_listings', {}, { pageSize: 250 });

@@ -44,7 +44,7 @@ export function planColumns(
         ? overrides[descriptor.id]
         : undefined;
     const kind = override ?? columnKind(descriptor.type);
-    return { id: descriptor.id, index, kind, descriptor, field: arrowField(descriptor, kind) };
+    return { id: descriptor.id, index, kind, descriptor, field: arrowField(descriptor, kind, index) };
   });
 }
 

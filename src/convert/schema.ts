@@ -32,7 +32,11 @@ export function usesDictionary(kind: ColumnKind, descriptor: FieldDescriptor): b
   return kind === 'string' && descriptor.format === 'ticker';
 }
 
-export function arrowType(kind: ColumnKind, dictionary: boolean): DataType {
+/**
+ * `dictionaryId` defaults to apache-arrow's process-wide counter; plans pass the column index, so the same
+ * query written twice in one process gives byte-identical IPC (a counter would number them differently).
+ */
+export function arrowType(kind: ColumnKind, dictionary: boolean, dictionaryId?: number): DataType {
   switch (kind) {
     case 'number':
       return new Float64();
@@ -44,19 +48,19 @@ export function arrowType(kind: ColumnKind, dictionary: boolean): DataType {
       return new Bool();
     case 'string':
       // Each Dictionary type gets its own id; one plan = one id per column, shared by all its batches.
-      return dictionary ? new Dictionary(new Utf8(), new Int32()) : new Utf8();
+      return dictionary ? new Dictionary(new Utf8(), new Int32(), dictionaryId ?? null) : new Utf8();
   }
 }
 
 /** The Arrow field of one column: name = descriptor `id`, descriptor facts kept as field metadata. */
-export function arrowField(descriptor: FieldDescriptor, kind: ColumnKind): Field {
+export function arrowField(descriptor: FieldDescriptor, kind: ColumnKind, index?: number): Field {
   const metadata = new Map<string, string>();
   if (typeof descriptor.display_name === 'string') metadata.set('display_name', descriptor.display_name);
   if (typeof descriptor.summary === 'string') metadata.set('summary', descriptor.summary);
   if (descriptor.format !== null && descriptor.format !== undefined)
     metadata.set('format', String(descriptor.format));
   metadata.set('dqs_type', String(descriptor.type));
-  return new Field(descriptor.id, arrowType(kind, usesDictionary(kind, descriptor)), true, metadata);
+  return new Field(descriptor.id, arrowType(kind, usesDictionary(kind, descriptor), index), true, metadata);
 }
 
 /** The schema of the batches a plan produces (the plan's fields, in order). */
