@@ -24,6 +24,7 @@ import {
 } from 'apache-arrow';
 import { DecodeError } from '../core/errors.js';
 import type { WireValue } from '../core/wire.js';
+import type { DecodedColumn } from './column-data.js';
 import type { ColumnPlan } from './plan.js';
 import { toBooleanBit, toDateDays, toNumber, toText, toTimestampMs } from './values.js';
 
@@ -37,6 +38,11 @@ export interface ColumnAccumulator {
    * Returns -1 when every value was appended.
    */
   appendColumn(rows: WireRows, col: number, invalidToNull: boolean): number;
+  /**
+   * Appends rows `[from, to)` of a column decoded from bytes (see column-data.ts). Its values were
+   * checked when decoded, so this cannot fail; the column must be of this accumulator's kind.
+   */
+  appendDecoded(column: DecodedColumn, from: number, to: number): void;
   /** Remembers the current state, so `rollback()` can undo a partial append. */
   mark(): void;
   rollback(): void;
@@ -129,7 +135,22 @@ abstract class Column implements ColumnAccumulator {
   }
 
   abstract appendColumn(rows: WireRows, col: number, invalidToNull: boolean): number;
+  abstract appendDecoded(column: DecodedColumn, from: number, to: number): void;
   abstract flush(): Data;
+
+  /** Copies validity flags (one byte per row, 1 = valid) of rows `[from, to)` into the bitmap. */
+  protected appendValidity(flags: Uint8Array, from: number, to: number): void {
+    const end = this.len + (to - from);
+    this.validity.reserve(end);
+    const valid = this.validity.bytes;
+    let len = this.len;
+    let nulls = 0;
+    for (let i = from; i < to; i++, len++) {
+      if (flags[i] === 1) valid[len >> 3]! |= 1 << (len & 7);
+      else nulls++;
+    }
+    this.nulls += nulls;
+  }
 
   mark(): void {
     this.markLen = this.len;
@@ -199,6 +220,15 @@ class Float64Column extends Column {
     return -1;
   }
 
+  appendDecoded(column: DecodedColumn, from: number, to: number): void {
+    if (column.kind !== 'number') throw new TypeError(`a ${column.kind} column in a number column`);
+    const end = this.len + (to - from);
+    if (end > this.#values.length) this.#values = grow(this.#values, end);
+    this.#values.set(column.values.subarray(from, to), this.len);
+    this.appendValidity(column.valid, from, to);
+    this.len = end;
+  }
+
   flush(): Data {
     const { nullCount, nullBitmap } = this.takeValidity();
     const data = makeData({
@@ -245,6 +275,15 @@ class DateDayColumn extends Column {
     this.len = len;
     this.nulls += nulls;
     return -1;
+  }
+
+  appendDecoded(column: DecodedColumn, from: number, to: number): void {
+    if (column.kind !== 'date') throw new TypeError(`a ${column.kind} column in a date column`);
+    const end = this.len + (to - from);
+    if (end > this.#values.length) this.#values = grow(this.#values, end);
+    this.#values.set(column.values.subarray(from, to), this.len);
+    this.appendValidity(column.valid, from, to);
+    this.len = end;
   }
 
   flush(): Data {
@@ -305,6 +344,26 @@ class TimestampColumn extends Column {
     return -1;
   }
 
+  appendDecoded(column: DecodedColumn, from: number, to: number): void {
+    if (column.kind !== 'datetime') throw new TypeError(`a ${column.kind} column in a datetime column`);
+    const end = this.len + (to - from);
+    if (end > this.#values.length) {
+      this.#values = grow(this.#values, end);
+      this.#words = new Int32Array(this.#values.buffer);
+    }
+    const words = this.#words;
+    const values = column.values;
+    let len = this.len;
+    for (let i = from; i < to; i++, len++) {
+      const ms = values[i]!;
+      const hi = Math.floor(ms / TWO_POW_32);
+      words[2 * len + LO] = (ms - hi * TWO_POW_32) | 0;
+      words[2 * len + HI] = hi;
+    }
+    this.appendValidity(column.valid, from, to);
+    this.len = end;
+  }
+
   flush(): Data {
     const { nullCount, nullBitmap } = this.takeValidity();
     const data = makeData({
@@ -353,6 +412,28 @@ class BoolColumn extends Column {
   override rollback(): void {
     this.#values.clear(this.markLen, this.len);
     super.rollback();
+  }
+
+  appendDecoded(column: DecodedColumn, from: number, to: number): void {
+    if (column.kind !== 'boolean') throw new TypeError(`a ${column.kind} column in a boolean column`);
+    const end = this.len + (to - from);
+    this.#values.reserve(end);
+    this.validity.reserve(end);
+    const values = this.#values.bytes;
+    const valid = this.validity.bytes;
+    const source = column.values;
+    let len = this.len;
+    let nulls = 0;
+    for (let i = from; i < to; i++, len++) {
+      const v = source[i]!;
+      if (v === 2) nulls++;
+      else {
+        valid[len >> 3]! |= 1 << (len & 7);
+        if (v === 1) values[len >> 3]! |= 1 << (len & 7);
+      }
+    }
+    this.len = len;
+    this.nulls += nulls;
   }
 
   flush(): Data {
@@ -496,6 +577,26 @@ class Utf8Column extends Column {
     return -1;
   }
 
+  appendDecoded(column: DecodedColumn, from: number, to: number): void {
+    if (column.kind !== 'utf8') throw new TypeError(`a ${column.kind} column in a string column`);
+    const text = this.#text;
+    const n = to - from;
+    text.reserveRows(this.len + n);
+    const first = column.offsets[from]!;
+    const size = column.offsets[to]! - first;
+    text.reserveBytes(size);
+    const base = text.pos;
+    text.bytes.set(column.bytes.subarray(first, first + size), base);
+    const offsets = text.offsets;
+    const source = column.offsets;
+    const shift = base - first;
+    let len = this.len;
+    for (let i = from; i < to; i++, len++) offsets[len + 1] = source[i + 1]! + shift;
+    text.pos = base + size;
+    this.appendValidity(column.valid, from, to);
+    this.len = len;
+  }
+
   /** The exact fallback: one write per string. */
   #writeEach(parts: readonly string[], first: number, end: number, base: number): void {
     const text = this.#text;
@@ -596,6 +697,53 @@ class DictionaryColumn extends Column {
     this.len = len;
     this.nulls += nulls;
     return -1;
+  }
+
+  /** Per decoded page: its entries' ids in this dictionary, -1 until first used (first-seen order). */
+  #decodedIds = new WeakMap<readonly string[], Int32Array>();
+
+  appendDecoded(column: DecodedColumn, from: number, to: number): void {
+    if (column.kind !== 'dictionary') throw new TypeError(`a ${column.kind} column in a dictionary column`);
+    const end = this.len + (to - from);
+    if (end > this.#indices.length) this.#indices = grow(this.#indices, end);
+    this.validity.reserve(end);
+    const { entries, ids: local } = column;
+    let map = this.#decodedIds.get(entries);
+    if (map === undefined) {
+      map = new Int32Array(entries.length).fill(-1);
+      this.#decodedIds.set(entries, map);
+    }
+    const indices = this.#indices;
+    const ids = this.#ids;
+    const valid = this.validity.bytes;
+    let len = this.len;
+    let nulls = 0;
+    for (let i = from; i < to; i++, len++) {
+      const k = local[i]!;
+      if (k < 0) {
+        indices[len] = 0;
+        nulls++;
+        continue;
+      }
+      let id = map[k]!;
+      if (id < 0) {
+        // Entries join the dictionary in the order rows first use them, as on the wire-row path.
+        const s = entries[k]!;
+        const known = ids.get(s);
+        if (known === undefined) {
+          id = ids.size;
+          ids.set(s, id);
+          this.#entries.reserveRows(this.#entryCount + 1);
+          this.#entries.write(this.#entryCount++, s);
+          this.#pendingKeys.push(s);
+        } else id = known;
+        map[k] = id;
+      }
+      indices[len] = id;
+      valid[len >> 3]! |= 1 << (len & 7);
+    }
+    this.len = len;
+    this.nulls += nulls;
   }
 
   override mark(): void {

@@ -10,6 +10,7 @@ import { makeData, RecordBatch, type Schema, Struct } from 'apache-arrow';
 import { DecodeError, InvalidArgumentError, safeRepr } from '../core/errors.js';
 import type { WireValue } from '../core/wire.js';
 import { accumulatorFor, type ColumnAccumulator, type WireRows } from './accumulators.js';
+import type { DecodedColumns } from './column-data.js';
 import type { ColumnPlan } from './plan.js';
 import { buildSchema } from './schema.js';
 import { invalidValue, isValidFor } from './values.js';
@@ -105,6 +106,19 @@ export class RecordBatchBuilder {
       throw error;
     }
     this.#length += rows.length;
+  }
+
+  /**
+   * Appends rows `[from, to)` of a page already decoded to columns (by the table-JSON byte decoder,
+   * which checked every value as `appendRows` would). Its columns must follow this builder's plan.
+   */
+  appendDecoded(page: DecodedColumns, from: number, to: number): void {
+    const columns = this.#columns;
+    if (page.columns.length !== columns.length || from < 0 || to > page.length || from > to) {
+      throw new DecodeError('Decoded columns do not match the plan');
+    }
+    for (let j = 0; j < columns.length; j++) columns[j]!.appendDecoded(page.columns[j]!, from, to);
+    this.#length += to - from;
   }
 
   /** A batch of everything appended since the last flush (possibly 0 rows, with the schema); resets. */

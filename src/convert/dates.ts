@@ -58,6 +58,38 @@ function dateDigits(s: string): number {
   return daysFromCivil(y, m, d);
 }
 
+/** The number of `bytes[i..i+n)` as decimal digits, or -1 when any is not a digit. */
+function byteDigits(bytes: Uint8Array, i: number, n: number): number {
+  let v = 0;
+  for (let k = i; k < i + n; k++) {
+    const c = bytes[k]! - 48;
+    if (!(c >= 0 && c <= 9)) return -1;
+    v = v * 10 + c;
+  }
+  return v;
+}
+
+/**
+ * The date whose 8 digits `YYYYMMDD` start at `bytes[at]` → days since the epoch; NaN when they are not
+ * digits or not a real calendar date. The byte-level twin of `parseDateDays` (same checks, same result).
+ */
+export function dateDaysAt(bytes: Uint8Array, at: number): number {
+  const y = byteDigits(bytes, at, 4);
+  const m = byteDigits(bytes, at + 4, 2);
+  const d = byteDigits(bytes, at + 6, 2);
+  if (y < 0 || m < 1 || m > 12 || d < 1 || d > daysInMonth(y, m)) return Number.NaN;
+  return daysFromCivil(y, m, d);
+}
+
+/** `HHMMSS` at `bytes[at]` → ms into the day; NaN when invalid (as `parseTimestampMs`). */
+export function timeOfDayMsAt(bytes: Uint8Array, at: number): number {
+  const hh = byteDigits(bytes, at, 2);
+  const mm = byteDigits(bytes, at + 2, 2);
+  const ss = byteDigits(bytes, at + 4, 2);
+  if (hh < 0 || hh > 23 || mm < 0 || mm > 59 || ss < 0 || ss > 59) return Number.NaN;
+  return ((hh * 60 + mm) * 60 + ss) * 1000;
+}
+
 /**
  * `YYYYMMDD` (or `YYYYMMDDT000000Z`, which some endpoints send for dates) → days since the epoch;
  * NaN when the text is not a real calendar date (`20241345`, `20230229`, wrong length).

@@ -5,6 +5,7 @@ export {
   type PageRange,
   RecordBatchBuilder,
 } from './batch-builder.js';
+export type { DecodedColumn, DecodedColumns } from './column-data.js';
 export { COLUMN_KINDS, type ColumnKind, columnKind, isColumnKind } from './column-kind.js';
 export { type ColumnPlan, planColumns } from './plan.js';
 export { concatBatches, rebatch, rebatchAsync } from './rebatch.js';

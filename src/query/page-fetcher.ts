@@ -4,10 +4,19 @@
  * duplicate rows (wrong `start`, a changing `total`, no progress) are protocol errors, never guessed at.
  */
 
-import type { ColumnPlan } from '../convert/index.js';
-import { atPage, DqsError, ProtocolError, ResponseTooLargeError } from '../core/errors.js';
+import type { ColumnPlan, DecodedColumns } from '../convert/index.js';
+import {
+  atPage,
+  DecodeError,
+  DqsError,
+  ProtocolError,
+  type RequestInfo,
+  ResponseTooLargeError,
+  safeRepr,
+} from '../core/errors.js';
 import type { WireValue } from '../core/wire.js';
 import { decodeCsv, decodeXlsx, parseTablePage } from '../decode/index.js';
+import type { FastTableDecoder } from '../decode/table-json-fast.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import { statusFromHeaders } from '../transport/endpoints.js';
 import { discardBody, readBounded, translateError } from '../transport/http.js';
@@ -25,26 +34,52 @@ export interface PageFetchContext {
   readonly format: DecodableFormat;
   readonly mediaType: string;
   readonly plan: readonly ColumnPlan[];
+  /**
+   * Table JSON straight from bytes to columns (Arrow output). Pages it declines (anything unusual) take
+   * the reference path, `JSON.parse` and wire rows, which gives the same values or the right error.
+   */
+  readonly tableDecoder?: FastTableDecoder | undefined;
   readonly maxResponseBytes: number;
   readonly timeoutMs?: number | undefined;
   /** Told about each retried page request (the stream steps its concurrency down on 429s). */
   readonly onRetry?: ((event: RetryEvent) => void) | undefined;
 }
 
+/** Rows of a page as the decoders give them: wire rows (JSON.parse, CSV, XLSX) or decoded columns. */
+export type PagePart = WireValue[][] | DecodedColumns;
+
+/** Rows in a part. */
+export function partLength(part: PagePart): number {
+  return Array.isArray(part) ? part.length : part.length;
+}
+
 /** The rows of one planned page, in order, and the body bytes they took. */
 export interface PageData {
   readonly range: PageRange;
-  readonly rows: WireValue[][];
+  /** The rows, in order: one part per request (more when the server answered short pages). */
+  readonly parts: readonly PagePart[];
+  /** Rows in all parts. */
+  readonly rowCount: number;
   readonly bytes: number;
   /** Requests it took (more than 1 when the server answered short pages). */
   readonly requests: number;
 }
 
 interface Piece {
-  rows: WireValue[][];
+  part: PagePart;
+  rows: number;
   bytes: number;
   total: number;
   start: number;
+}
+
+/** The page's descriptors must be the planned columns, in order. */
+function checkFields(fields: readonly { id: string }[], plan: readonly ColumnPlan[], where: PageRange): void {
+  if (fields.length === plan.length && plan.every((c) => fields[c.index]?.id === c.id)) return;
+  throw new DecodeError(
+    `The page's fields are not the planned columns: expected ${safeRepr(plan.map((c) => c.id).join(','))}, got ${safeRepr(fields.map((f) => f.id).join(','))}`,
+    { page: where },
+  );
 }
 
 async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSignal): Promise<Piece> {
@@ -59,14 +94,15 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
   try {
     if (ctx.format === 'json') {
       const buf = await readBounded(response, ctx.maxResponseBytes);
-      const page = parseTablePage(buf.toString('utf8'), sub);
-      if (page.rows.length !== page.count) {
-        throw new ProtocolError(
-          `page says count=${page.count} but holds ${page.rows.length} rows`,
-          response.info,
-        );
+      const fast = ctx.tableDecoder?.decode(buf, sub);
+      // The fast decoder only accepts pages whose fields are the plan's, so the check is the same.
+      if (fast === undefined) {
+        const page = parseTablePage(buf.toString('utf8'), sub);
+        // Values are typed by position: a page whose rows follow other columns must not be read as ours.
+        if (page.rows.length > 0) checkFields(page.fields, ctx.plan, sub);
+        return countChecked(page.rows, page.rows.length, page.count, buf.length, page, response.info);
       }
-      return { rows: page.rows, bytes: buf.length, total: page.total, start: page.start };
+      return countChecked(fast, fast.length, fast.count, buf.length, fast, response.info);
     }
     // CSV and XLSX carry no page envelope: the headers give the total, position is what we asked for.
     const status = statusFromHeaders(response);
@@ -93,11 +129,23 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
     const decode = ctx.format === 'csv' ? decodeCsv : decodeXlsx;
     const rows: WireValue[][] = [];
     for await (const chunk of decode(counted, ctx.plan, sub)) for (const row of chunk) rows.push(row);
-    return { rows, bytes, total: status.total, start: sub.start };
+    return { part: rows, rows: rows.length, bytes, total: status.total, start: sub.start };
   } finally {
     discardBody(response);
     response.done();
   }
+}
+
+function countChecked(
+  part: PagePart,
+  rows: number,
+  count: number,
+  bytes: number,
+  page: { total: number; start: number },
+  info: RequestInfo,
+): Piece {
+  if (rows !== count) throw new ProtocolError(`page says count=${count} but holds ${rows} rows`, info);
+  return { part, rows, bytes, total: page.total, start: page.start };
 }
 
 export async function fetchPage(
@@ -106,7 +154,7 @@ export async function fetchPage(
   signal: AbortSignal,
 ): Promise<PageData> {
   const end = range.start + range.limit; // exclusive
-  let rows: WireValue[][] | undefined;
+  const parts: PagePart[] = [];
   let bytes = 0;
   let requests = 0;
   let next = range.start;
@@ -147,21 +195,17 @@ export async function fetchPage(
         sub,
       );
     }
-    if (piece.rows.length > sub.limit) {
-      throw atPage(
-        new ProtocolError(`page holds ${piece.rows.length} rows for limit=${sub.limit}`, where),
-        sub,
-      );
+    if (piece.rows > sub.limit) {
+      throw atPage(new ProtocolError(`page holds ${piece.rows} rows for limit=${sub.limit}`, where), sub);
     }
-    if (piece.rows.length === 0) {
+    if (piece.rows === 0) {
       throw atPage(
         new ProtocolError(`page is empty though rows ${sub.start}..${end - 1} remain`, where),
         sub,
       );
     }
-    if (rows === undefined) rows = piece.rows;
-    else for (const row of piece.rows) rows.push(row);
-    next += piece.rows.length;
+    parts.push(piece.part);
+    next += piece.rows;
   }
-  return { range, rows: rows ?? [], bytes, requests };
+  return { range, parts, rowCount: next - range.start, bytes, requests };
 }

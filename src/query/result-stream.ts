@@ -18,10 +18,11 @@ import {
 import { abortReason } from '../core/abortable.js';
 import { DqsError, RateLimitedError, type ResumePoint, TruncatedError } from '../core/errors.js';
 import type { FieldDescriptor } from '../core/wire.js';
+import { FastTableDecoder } from '../decode/table-json-fast.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import type { RetryEvent } from '../transport/retry.js';
 import { OrderedWindow } from './ordered-window.js';
-import { fetchPage, type PageData } from './page-fetcher.js';
+import { fetchPage, type PageData, partLength } from './page-fetcher.js';
 import { planPages } from './page-plan.js';
 import { chooseFormat, type NormalizedStreamOptions } from './stream-options.js';
 
@@ -227,6 +228,11 @@ export class ResultStream extends Readable {
       format,
       mediaType,
       plan,
+      // Arrow output takes table JSON straight from bytes; row objects need JS values anyway.
+      tableDecoder:
+        format === 'json' && opts.output === 'arrow' && opts.decoder === 'fast'
+          ? new FastTableDecoder(plan)
+          : undefined,
       maxResponseBytes: source.maxResponseBytes,
       timeoutMs: opts.timeoutMs,
       onRetry: (event: RetryEvent) => {
@@ -263,7 +269,7 @@ export class ResultStream extends Readable {
         bytes += page.bytes;
         pageCount++;
         // Reported by `#deliver()` once the consumer has taken the page's last row.
-        this.#marks.push({ end: page.range.start + page.rows.length, pages: pageCount, bytes });
+        this.#marks.push({ end: page.range.start + page.rowCount, pages: pageCount, bytes });
         if (window.concurrency < opts.concurrency && ++this.#calmPages >= 4) {
           window.concurrency += 1;
           this.#calmPages = 0;
@@ -286,17 +292,20 @@ export class ResultStream extends Readable {
     return {
       page(page: PageData): Chunk[] {
         const out: Chunk[] = [];
-        const { rows, range } = page;
-        let i = 0;
-        while (i < rows.length) {
-          const take = Math.min(batchSize - builder.length, rows.length - i);
-          builder.appendRows(
-            i === 0 && take === rows.length ? rows : rows.slice(i, i + take),
-            range.start + i,
-            range,
-          );
-          i += take;
-          if (builder.length >= batchSize) out.push(builder.flush());
+        const { range } = page;
+        let first = range.start; // result position of the part's first row
+        for (const part of page.parts) {
+          const n = partLength(part);
+          let i = 0;
+          while (i < n) {
+            const take = Math.min(batchSize - builder.length, n - i);
+            if (Array.isArray(part)) {
+              builder.appendRows(i === 0 && take === n ? part : part.slice(i, i + take), first + i, range);
+            } else builder.appendDecoded(part, i, i + take);
+            i += take;
+            if (builder.length >= batchSize) out.push(builder.flush());
+          }
+          first += n;
         }
         return out;
       },
@@ -310,9 +319,14 @@ export class ResultStream extends Readable {
     const make = makeRowFactory(plan, { onInvalid: this.#options.onInvalid });
     return {
       page(page: PageData): Chunk[] {
-        const { rows, range } = page;
-        const out: Chunk[] = new Array(rows.length);
-        for (let i = 0; i < rows.length; i++) out[i] = make(rows[i]!, range.start + i, range);
+        const { range } = page;
+        const out: Chunk[] = new Array(page.rowCount);
+        let k = 0;
+        for (const part of page.parts) {
+          // Row output never asks for decoded columns (no table decoder): every part is wire rows.
+          if (!Array.isArray(part)) throw new DqsError('DQS_DECODE', 'decoded columns in row output');
+          for (let i = 0; i < part.length; i++, k++) out[k] = make(part[i]!, range.start + k, range);
+        }
         return out;
       },
       finish(): undefined {

@@ -33,6 +33,13 @@ export interface StreamOptions {
   readonly signal?: AbortSignal | undefined;
   /** Per-request timeout for page reads, in ms. @default the client's */
   readonly timeoutMs?: number | undefined;
+  /**
+   * @internal Table-JSON decoding for Arrow output: `'fast'` decodes bytes straight into columns (falling
+   * back to `JSON.parse` for unusual pages), `'json'` always uses `JSON.parse` (the reference, for tests
+   * and benchmarks). Also settable with the `DQS_DECODER` environment variable.
+   * @default 'fast'
+   */
+  readonly decoder?: 'fast' | 'json';
 }
 
 export interface NormalizedStreamOptions {
@@ -48,6 +55,7 @@ export interface NormalizedStreamOptions {
   readonly onTruncated: 'warn' | 'error';
   readonly signal: AbortSignal | undefined;
   readonly timeoutMs: number | undefined;
+  readonly decoder: 'fast' | 'json';
 }
 
 export const DEFAULT_PAGE_SIZE = 10_000;
@@ -101,6 +109,12 @@ export function normalizeStreamOptions(options: StreamOptions = {}): NormalizedS
     onTruncated: oneOf(options.onTruncated, 'onTruncated', ['warn', 'error'], 'warn'),
     signal: options.signal,
     timeoutMs: options.timeoutMs === undefined ? undefined : int(options.timeoutMs, 'timeoutMs', 1, 0),
+    decoder: oneOf(
+      options.decoder ?? (process.env.DQS_DECODER || undefined),
+      'decoder',
+      ['fast', 'json'],
+      'fast',
+    ),
   };
 }
 

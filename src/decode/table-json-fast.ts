@@ -1,0 +1,895 @@
+/**
+ * Table JSON straight from bytes into columns, without `JSON.parse` and without a JS value per cell.
+ *
+ * A page body is scanned once: the envelope's small members (`total`, `count`, `start`, `fields`) are
+ * located and read with `JSON.parse` on their slices; `rows` is decoded in place, each value written into
+ * its column per the plan: string bytes copied (escapes decoded on the fly), `YYYYMMDD` digits turned
+ * into day numbers by arithmetic, numbers parsed from their digits (Clinger's exact fast path, else
+ * `Number()` of the literal).
+ *
+ * The contract is "the same as the reference, or nothing": `decode()` returns `undefined` whenever the
+ * page is anything but ordinary (not valid UTF-8, any JSON syntax error, a duplicate member, a row of the
+ * wrong width, a value its column would reject, an escaped key, a lone surrogate in a dictionary column,
+ * ...). The caller then takes the reference path (`parseTablePage` + the row converters), which produces
+ * the same result or the same error. So rare cases cost a second parse, never a different answer.
+ */
+
+import { isUtf8 } from 'node:buffer';
+import type { PageRange } from '../convert/batch-builder.js';
+import type { DecodedColumn, DecodedColumns } from '../convert/column-data.js';
+import { dateDaysAt, timeOfDayMsAt } from '../convert/dates.js';
+import type { ColumnPlan } from '../convert/plan.js';
+import { usesDictionary } from '../convert/schema.js';
+import { toBooleanBit, toDateDays, toNumber, toText, toTimestampMs } from '../convert/values.js';
+
+/** A page decoded to columns, with the envelope members the page fetcher checks. */
+export interface FastTablePage extends DecodedColumns {
+  readonly total: number;
+  readonly count: number;
+  readonly start: number;
+}
+
+const NUMBER = 0;
+const DATE = 1;
+const DATETIME = 2;
+const BOOLEAN = 3;
+const UTF8 = 4;
+const DICT = 5;
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const MS_PER_DAY = 86_400_000;
+const TWO_POW_53 = 9_007_199_254_740_992;
+const POW10 = Array.from({ length: 23 }, (_, k) => 10 ** k);
+
+/** Thrown to abandon a page for the reference path; caught in `decode()` and never escapes. */
+class Bail extends Error {}
+const BAIL = new Bail('not an ordinary page');
+
+function isWs(c: number | undefined): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+function skipWs(b: Uint8Array, i: number): number {
+  while (isWs(b[i])) i++;
+  return i;
+}
+
+function isDigit(c: number | undefined): boolean {
+  return c !== undefined && c >= 0x30 && c <= 0x39;
+}
+
+/**
+ * The value of the last number scanned (set by `scanNumber`). A typed array, not a `let`: a double stored
+ * in a module variable is boxed (a heap allocation per number).
+ */
+const scanned = new Float64Array(1);
+
+/**
+ * Scans a JSON number at `b[i]` (strict JSON grammar), leaving its value in `scanned`; returns the index
+ * after it. The value is exactly `JSON.parse`'s: integers and short decimals by exact arithmetic (one
+ * correctly rounded operation on exact operands), anything longer through `Number()` of the literal.
+ */
+function scanNumber(b: Buffer, i: number): number {
+  const s = i;
+  let neg = false;
+  if (b[i] === 0x2d) {
+    neg = true;
+    i++;
+  }
+  let c = b[i];
+  let m = 0;
+  let digits = 0;
+  if (c === 0x30) {
+    i++;
+    c = b[i];
+    if (isDigit(c)) throw BAIL; // leading zero
+  } else if (c !== undefined && c >= 0x31 && c <= 0x39) {
+    do {
+      m = m * 10 + (c - 0x30);
+      digits++;
+      c = b[++i];
+    } while (c !== undefined && c >= 0x30 && c <= 0x39);
+  } else throw BAIL;
+  let scale = 0;
+  if (c === 0x2e) {
+    c = b[++i];
+    if (!isDigit(c)) throw BAIL;
+    do {
+      m = m * 10 + (c! - 0x30);
+      digits++;
+      scale--;
+      c = b[++i];
+    } while (c !== undefined && c >= 0x30 && c <= 0x39);
+  }
+  if (c === 0x65 || c === 0x45) {
+    c = b[++i];
+    let eneg = false;
+    if (c === 0x2b || c === 0x2d) {
+      eneg = c === 0x2d;
+      c = b[++i];
+    }
+    if (!isDigit(c)) throw BAIL;
+    let e = 0;
+    do {
+      if (e < 100_000) e = e * 10 + (c! - 0x30);
+      c = b[++i];
+    } while (c !== undefined && c >= 0x30 && c <= 0x39);
+    scale += eneg ? -e : e;
+  }
+  let v: number;
+  if (digits <= 15 && scale >= -22 && scale <= 22) {
+    v = scale === 0 ? m : scale > 0 ? m * POW10[scale]! : m / POW10[-scale]!;
+    if (neg) v = -v;
+  } else if (scale === 0 && digits <= 16 && m <= TWO_POW_53) {
+    v = neg ? -m : m;
+  } else {
+    v = Number(b.toString('latin1', s, i));
+  }
+  scanned[0] = v;
+  return i;
+}
+
+/** Index of the closing quote of the string whose content starts at `i` (escapes honoured, checked). */
+function stringEnd(b: Uint8Array, i: number): number {
+  const n = b.length;
+  for (;;) {
+    if (i >= n) throw BAIL;
+    const c = b[i]!;
+    if (c === QUOTE) return i;
+    if (c === BACKSLASH) {
+      const e = b[i + 1];
+      if (e === 0x75) {
+        for (let k = i + 2; k < i + 6; k++) if (hexValue(b[k]) < 0) throw BAIL;
+        i += 6;
+      } else if (
+        e === QUOTE ||
+        e === BACKSLASH ||
+        e === 0x2f ||
+        e === 0x62 ||
+        e === 0x66 ||
+        e === 0x6e ||
+        e === 0x72 ||
+        e === 0x74
+      ) {
+        i += 2;
+      } else throw BAIL;
+    } else if (c < 0x20) throw BAIL;
+    else i++;
+  }
+}
+
+function hexValue(c: number | undefined): number {
+  if (c === undefined) return -1;
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  const l = c | 0x20;
+  if (l >= 0x61 && l <= 0x66) return l - 0x61 + 10;
+  return -1;
+}
+
+function hex4(b: Uint8Array, i: number): number {
+  return (hexValue(b[i]) << 12) | (hexValue(b[i + 1]) << 8) | (hexValue(b[i + 2]) << 4) | hexValue(b[i + 3]);
+}
+
+/** Set by `unescapeInto` when a lone surrogate was written (as U+FFFD, like `Buffer#write`). */
+let loneSurrogate = false;
+
+/**
+ * Decodes the string content `b[s, e)` (escapes already checked by `stringEnd`) into `out` at `o`, as
+ * `Buffer#write` would encode the string `JSON.parse` makes of it; returns the new end in `out`. The
+ * caller reserves `e - s` bytes: no escape decodes to more bytes than it takes.
+ */
+function unescapeInto(b: Uint8Array, s: number, e: number, out: Uint8Array, o: number): number {
+  let i = s;
+  while (i < e) {
+    const c = b[i]!;
+    if (c !== BACKSLASH) {
+      out[o++] = c;
+      i++;
+      continue;
+    }
+    const x = b[i + 1]!;
+    i += 2;
+    switch (x) {
+      case 0x6e:
+        out[o++] = 0x0a;
+        break;
+      case 0x74:
+        out[o++] = 0x09;
+        break;
+      case 0x72:
+        out[o++] = 0x0d;
+        break;
+      case 0x62:
+        out[o++] = 0x08;
+        break;
+      case 0x66:
+        out[o++] = 0x0c;
+        break;
+      case 0x75: {
+        let u = hex4(b, i);
+        i += 4;
+        if (u >= 0xd800 && u <= 0xdbff && b[i] === BACKSLASH && b[i + 1] === 0x75) {
+          const lo = hex4(b, i + 2);
+          if (lo >= 0xdc00 && lo <= 0xdfff) {
+            i += 6;
+            u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+            out[o++] = 0xf0 | (u >> 18);
+            out[o++] = 0x80 | ((u >> 12) & 0x3f);
+            out[o++] = 0x80 | ((u >> 6) & 0x3f);
+            out[o++] = 0x80 | (u & 0x3f);
+            break;
+          }
+        }
+        if (u >= 0xd800 && u <= 0xdfff) {
+          loneSurrogate = true;
+          u = 0xfffd;
+        }
+        if (u < 0x80) out[o++] = u;
+        else if (u < 0x800) {
+          out[o++] = 0xc0 | (u >> 6);
+          out[o++] = 0x80 | (u & 0x3f);
+        } else {
+          out[o++] = 0xe0 | (u >> 12);
+          out[o++] = 0x80 | ((u >> 6) & 0x3f);
+          out[o++] = 0x80 | (u & 0x3f);
+        }
+        break;
+      }
+      default:
+        out[o++] = x; // \" \\ \/
+    }
+  }
+  return o;
+}
+
+/** Input bytes taken by the last `unicodeEscape` (6, or 12 for a surrogate pair). */
+let consumed = 6;
+
+/**
+ * Decodes the `\uXXXX` escape at `b[i]` (and a low surrogate escape after a high one) into `out` at `o`
+ * as `Buffer#write` encodes it (a lone surrogate as U+FFFD); returns the new end, `consumed` the bytes read.
+ */
+function unicodeEscape(b: Uint8Array, i: number, out: Uint8Array, o: number): number {
+  let u = hex4(b, i + 2);
+  if (u < 0) throw BAIL;
+  consumed = 6;
+  if (u >= 0xd800 && u <= 0xdbff && b[i + 6] === BACKSLASH && b[i + 7] === 0x75) {
+    const lo = hex4(b, i + 8);
+    if (lo >= 0xdc00 && lo <= 0xdfff) {
+      consumed = 12;
+      u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+      out[o++] = 0xf0 | (u >> 18);
+      out[o++] = 0x80 | ((u >> 12) & 0x3f);
+      out[o++] = 0x80 | ((u >> 6) & 0x3f);
+      out[o++] = 0x80 | (u & 0x3f);
+      return o;
+    }
+  }
+  if (u >= 0xd800 && u <= 0xdfff) {
+    loneSurrogate = true;
+    u = 0xfffd;
+  }
+  if (u < 0x80) out[o++] = u;
+  else if (u < 0x800) {
+    out[o++] = 0xc0 | (u >> 6);
+    out[o++] = 0x80 | (u & 0x3f);
+  } else {
+    out[o++] = 0xe0 | (u >> 12);
+    out[o++] = 0x80 | ((u >> 6) & 0x3f);
+    out[o++] = 0x80 | (u & 0x3f);
+  }
+  return o;
+}
+
+/**
+ * Skips any JSON value at `b[i]`, checking its syntax as strictly as `JSON.parse`; returns the index
+ * after it. Used for envelope members we do not decode.
+ */
+function skipValue(b: Buffer, i: number, depth: number): number {
+  if (depth > 512) throw BAIL;
+  const c = b[i];
+  if (c === QUOTE) return stringEnd(b, i + 1) + 1;
+  if (c === 0x7b || c === 0x5b) {
+    const close = c === 0x7b ? 0x7d : 0x5d;
+    i = skipWs(b, i + 1);
+    if (b[i] === close) return i + 1;
+    for (;;) {
+      if (c === 0x7b) {
+        if (b[i] !== QUOTE) throw BAIL;
+        i = skipWs(b, stringEnd(b, i + 1) + 1);
+        if (b[i] !== 0x3a) throw BAIL;
+        i = skipWs(b, i + 1);
+      }
+      i = skipWs(b, skipValue(b, i, depth + 1));
+      if (b[i] === COMMA) i = skipWs(b, i + 1);
+      else if (b[i] === close) return i + 1;
+      else throw BAIL;
+    }
+  }
+  if (c === 0x2d || isDigit(c)) return scanNumber(b, i);
+  return literalEnd(b, i);
+}
+
+/** The end of `true`, `false` or `null` at `b[i]`. */
+function literalEnd(b: Uint8Array, i: number): number {
+  const c = b[i];
+  if (c === 0x74 && b[i + 1] === 0x72 && b[i + 2] === 0x75 && b[i + 3] === 0x65) return i + 4;
+  if (c === 0x66 && b[i + 1] === 0x61 && b[i + 2] === 0x6c && b[i + 3] === 0x73 && b[i + 4] === 0x65)
+    return i + 5;
+  if (c === 0x6e && b[i + 1] === 0x75 && b[i + 2] === 0x6c && b[i + 3] === 0x6c) return i + 4;
+  throw BAIL;
+}
+
+function isNullAt(b: Uint8Array, i: number): boolean {
+  return b[i] === 0x6e && b[i + 1] === 0x75 && b[i + 2] === 0x6c && b[i + 3] === 0x6c;
+}
+
+/** The last value read by `readGeneric`. */
+let generic: string | number | boolean | null = null;
+
+/** Reads any scalar JSON value as `JSON.parse` would into `generic`; returns the index after it. */
+function readGeneric(b: Buffer, i: number): number {
+  const c = b[i];
+  if (c === QUOTE) {
+    const e = stringEnd(b, i + 1);
+    generic = JSON.parse(b.toString('utf8', i, e + 1)) as string;
+    return e + 1;
+  }
+  if (c === 0x2d || isDigit(c)) {
+    const end = scanNumber(b, i);
+    generic = scanned[0]!;
+    return end;
+  }
+  const end = literalEnd(b, i);
+  generic = c === 0x74 ? true : c === 0x66 ? false : null;
+  return end;
+}
+
+function grow<T extends Uint8Array | Int32Array | Float64Array>(a: T, need: number, used: number): T {
+  let cap = a.length * 2;
+  while (cap < need) cap *= 2;
+  const next = new (a.constructor as new (n: number) => T)(cap);
+  next.set(a.subarray(0, used) as never);
+  return next;
+}
+
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+
+/** A page-local dictionary keyed by UTF-8 bytes: open addressing over FNV-1a hashes. */
+class ByteDictionary {
+  slots = new Int32Array(256).fill(-1);
+  hashes = new Int32Array(128);
+  bytes = new Uint8Array(4096);
+  offsets = new Int32Array(129);
+  count = 0;
+
+  /** The id of `b[s, e)`, added when new. */
+  id(b: Uint8Array, s: number, e: number): number {
+    let h = FNV_OFFSET;
+    for (let k = s; k < e; k++) h = Math.imul(h ^ b[k]!, FNV_PRIME);
+    const mask = this.slots.length - 1;
+    const len = e - s;
+    for (let slot = h & mask; ; slot = (slot + 1) & mask) {
+      const id = this.slots[slot]!;
+      if (id < 0) return this.#add(b, s, e, h, slot);
+      if (this.hashes[id] !== h) continue;
+      const at = this.offsets[id]!;
+      if (this.offsets[id + 1]! - at !== len) continue;
+      let k = 0;
+      while (k < len && this.bytes[at + k] === b[s + k]) k++;
+      if (k === len) return id;
+    }
+  }
+
+  #add(b: Uint8Array, s: number, e: number, h: number, slot: number): number {
+    const id = this.count++;
+    if (id + 1 >= this.hashes.length) {
+      this.hashes = grow(this.hashes, id + 2, id);
+      this.offsets = grow(this.offsets, id + 2, id + 1);
+    }
+    const at = this.offsets[id]!;
+    if (at + (e - s) > this.bytes.length) this.bytes = grow(this.bytes, at + (e - s), at);
+    this.bytes.set(b.subarray(s, e), at);
+    this.offsets[id + 1] = at + (e - s);
+    this.hashes[id] = h;
+    this.slots[slot] = id;
+    if (this.count * 2 > this.slots.length) this.#rehash();
+    return id;
+  }
+
+  #rehash(): void {
+    const slots = new Int32Array(this.slots.length * 2).fill(-1);
+    const mask = slots.length - 1;
+    for (let id = 0; id < this.count; id++) {
+      let slot = this.hashes[id]! & mask;
+      while (slots[slot]! >= 0) slot = (slot + 1) & mask;
+      slots[slot] = id;
+    }
+    this.slots = slots;
+  }
+
+  entries(): string[] {
+    const buf = Buffer.from(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
+    const out = new Array<string>(this.count);
+    for (let id = 0; id < this.count; id++)
+      out[id] = buf.toString('utf8', this.offsets[id], this.offsets[id + 1]);
+    return out;
+  }
+}
+
+/**
+ * Decodes table-JSON pages of one result into columns. One decoder per stream: it remembers the last
+ * page's `fields` bytes (to check the next pages' cheaply) and the string bytes per row (to size buffers).
+ */
+export class FastTableDecoder {
+  readonly #kinds: Int8Array;
+  readonly #ids: readonly string[];
+  #fields: Buffer | undefined;
+  /** Per column: string bytes per row seen on the last page (a sizing hint). */
+  readonly #bytesPerRow: Float64Array;
+
+  constructor(plan: readonly ColumnPlan[]) {
+    this.#kinds = Int8Array.from(plan, (c) => {
+      switch (c.kind) {
+        case 'number':
+          return NUMBER;
+        case 'date':
+          return DATE;
+        case 'datetime':
+          return DATETIME;
+        case 'boolean':
+          return BOOLEAN;
+        case 'string':
+          return usesDictionary(c.kind, c.descriptor) ? DICT : UTF8;
+      }
+    });
+    this.#ids = plan.map((c) => c.id);
+    this.#bytesPerRow = new Float64Array(plan.length).fill(32);
+  }
+
+  /**
+   * The page as columns, or `undefined` when it is not an ordinary page (the caller must then use the
+   * reference path, which will produce the same rows or the right error).
+   */
+  decode(body: Buffer, where: PageRange): FastTablePage | undefined {
+    if (this.#kinds.length === 0 || !isUtf8(body)) return undefined;
+    try {
+      return this.#decode(body, where);
+    } catch (error) {
+      if (error instanceof Bail || error instanceof RangeError || error instanceof SyntaxError)
+        return undefined;
+      throw error;
+    }
+  }
+
+  #decode(b: Buffer, where: PageRange): FastTablePage {
+    let i = skipWs(b, 0);
+    if (b[i] !== 0x7b) throw BAIL;
+    i = skipWs(b, i + 1);
+    let rows: DecodedColumns | undefined;
+    let total: [number, number] | undefined;
+    let count: [number, number] | undefined;
+    let start: [number, number] | undefined;
+    let fields: [number, number] | undefined;
+    if (b[i] === 0x7d) throw BAIL;
+    for (;;) {
+      if (b[i] !== QUOTE) throw BAIL;
+      const ks = i + 1;
+      const ke = stringEnd(b, ks);
+      i = skipWs(b, ke + 1);
+      if (b[i] !== 0x3a) throw BAIL;
+      i = skipWs(b, i + 1);
+      // An escaped key could spell a member we read ("r\u006fws"): leave such pages to JSON.parse.
+      for (let k = ks; k < ke; k++) if (b[k] === BACKSLASH) throw BAIL;
+      const s = i;
+      switch (ke - ks >= 4 && ke - ks <= 6 ? b.toString('latin1', ks, ke) : '') {
+        case 'rows':
+          if (rows) throw BAIL;
+          rows = this.#rows(b, i, where);
+          i = rowsEnd;
+          break;
+        case 'total':
+          if (total) throw BAIL;
+          i = skipValue(b, i, 0);
+          total = [s, i];
+          break;
+        case 'count':
+          if (count) throw BAIL;
+          i = skipValue(b, i, 0);
+          count = [s, i];
+          break;
+        case 'start':
+          if (start) throw BAIL;
+          i = skipValue(b, i, 0);
+          start = [s, i];
+          break;
+        case 'fields':
+          if (fields) throw BAIL;
+          i = skipValue(b, i, 0);
+          fields = [s, i];
+          break;
+        default:
+          i = skipValue(b, i, 0);
+      }
+      i = skipWs(b, i);
+      if (b[i] === COMMA) i = skipWs(b, i + 1);
+      else if (b[i] === 0x7d) break;
+      else throw BAIL;
+    }
+    if (skipWs(b, i + 1) !== b.length) throw BAIL;
+    if (!rows || !total || !count || !start || !fields) throw BAIL;
+    this.#checkFields(b, fields[0], fields[1]);
+    return {
+      length: rows.length,
+      columns: rows.columns,
+      total: integer(b, total),
+      count: integer(b, count),
+      start: integer(b, start),
+    };
+  }
+
+  /** The page's `fields` must be descriptors with the plan's ids, in order; unchanged bytes pass at once. */
+  #checkFields(b: Buffer, s: number, e: number): void {
+    const slice = b.subarray(s, e);
+    if (this.#fields?.equals(slice)) return;
+    const fields: unknown = JSON.parse(slice.toString('utf8'));
+    if (!Array.isArray(fields) || fields.length !== this.#ids.length) throw BAIL;
+    for (let j = 0; j < fields.length; j++) {
+      const f: unknown = fields[j];
+      if (typeof f !== 'object' || f === null || Array.isArray(f)) throw BAIL;
+      if ((f as { id?: unknown }).id !== this.#ids[j]) throw BAIL;
+    }
+    this.#fields = Buffer.from(slice);
+  }
+
+  /** Decodes the `rows` array at `b[i]` into columns; leaves the index after it in `rowsEnd`. */
+  #rows(b: Buffer, i: number, where: PageRange): DecodedColumns {
+    if (b[i] !== 0x5b) throw BAIL;
+    const kinds = this.#kinds;
+    const width = kinds.length;
+    let cap = Math.max(16, Math.min(where.limit, 16_384));
+    const f64: Float64Array[] = [];
+    const i32: Int32Array[] = [];
+    const u8: Uint8Array[] = [];
+    const valid: Uint8Array[] = [];
+    const strPos = new Int32Array(width);
+    const dicts: ByteDictionary[] = [];
+    for (let j = 0; j < width; j++) {
+      const k = kinds[j]!;
+      f64.push(k === NUMBER || k === DATETIME ? new Float64Array(cap) : EMPTY_F64);
+      i32.push(
+        k === DATE || k === UTF8 || k === DICT ? new Int32Array(k === UTF8 ? cap + 1 : cap) : EMPTY_I32,
+      );
+      u8.push(
+        k === BOOLEAN
+          ? new Uint8Array(cap)
+          : k === UTF8
+            ? new Uint8Array(Math.max(1024, Math.ceil(this.#bytesPerRow[j]! * cap * 1.25)))
+            : EMPTY_U8,
+      );
+      valid.push(k === BOOLEAN || k === DICT ? EMPTY_U8 : new Uint8Array(cap));
+      dicts.push(k === DICT ? new ByteDictionary() : EMPTY_DICT);
+    }
+    let r = 0;
+    i = skipWs(b, i + 1);
+    if (b[i] === 0x5d) {
+      rowsEnd = i + 1;
+      return this.#columns(0, f64, i32, u8, valid, dicts);
+    }
+    const n = b.length;
+    for (;;) {
+      if (b[i] !== 0x5b) throw BAIL;
+      if (r === cap) {
+        const next = cap * 2;
+        for (let j = 0; j < width; j++) {
+          const k = kinds[j]!;
+          if (k === NUMBER || k === DATETIME) f64[j] = grow(f64[j]!, next, r);
+          if (k === DATE || k === DICT) i32[j] = grow(i32[j]!, next, r);
+          if (k === UTF8) i32[j] = grow(i32[j]!, next + 1, r + 1);
+          if (k === BOOLEAN) u8[j] = grow(u8[j]!, next, r);
+          if (k !== BOOLEAN && k !== DICT) valid[j] = grow(valid[j]!, next, r);
+        }
+        cap = next;
+      }
+      i++;
+      for (let j = 0; j < width; j++) {
+        let c = b[i];
+        if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
+          i = skipWs(b, i);
+          c = b[i];
+        }
+        switch (kinds[j]) {
+          case UTF8: {
+            const offsets = i32[j]!;
+            if (c === QUOTE) {
+              // One pass: scan, copy and decode escapes together. No escape decodes to more bytes than it
+              // takes, so the output never runs ahead of the input: while `i < stop` there is room for
+              // the next byte (`stop` also ends at the body's end); an escape checks for its 4 bytes.
+              let out = u8[j]!;
+              let o = strPos[j]!;
+              i++;
+              let stop = Math.min(n, i + (out.length - o));
+              for (;;) {
+                if (i >= stop) {
+                  if (i >= n) throw BAIL;
+                  out = u8[j] = grow(out, o + 4096, o);
+                  stop = Math.min(n, i + (out.length - o));
+                }
+                c = b[i]!;
+                if (c === QUOTE) break;
+                if (c === BACKSLASH) {
+                  if (o + 4 > out.length) {
+                    out = u8[j] = grow(out, o + 4096, o);
+                    stop = Math.min(n, i + (out.length - o));
+                  }
+                  const x = b[i + 1];
+                  if (x === 0x6e) out[o++] = 0x0a;
+                  else if (x === QUOTE || x === BACKSLASH || x === 0x2f) out[o++] = x;
+                  else if (x === 0x74) out[o++] = 0x09;
+                  else if (x === 0x72) out[o++] = 0x0d;
+                  else if (x === 0x62) out[o++] = 0x08;
+                  else if (x === 0x66) out[o++] = 0x0c;
+                  else if (x === 0x75) {
+                    o = unicodeEscape(b, i, out, o);
+                    i += consumed - 2;
+                  } else throw BAIL;
+                  i += 2;
+                } else if (c < 0x20) throw BAIL;
+                else {
+                  out[o++] = c;
+                  i++;
+                }
+              }
+              i++;
+              strPos[j] = o;
+              offsets[r + 1] = o;
+              valid[j]![r] = 1;
+            } else if (c === 0x6e && isNullAt(b, i)) {
+              i += 4;
+              offsets[r + 1] = strPos[j]!;
+              valid[j]![r] = 0;
+            } else {
+              i = readGeneric(b, i);
+              const text = generic === null ? null : toText(generic);
+              if (text === undefined) throw BAIL;
+              if (text === null) {
+                offsets[r + 1] = strPos[j]!;
+                valid[j]![r] = 0;
+              } else {
+                let out = u8[j]!;
+                let o = strPos[j]!;
+                if (o + text.length * 3 > out.length) out = u8[j] = grow(out, o + text.length * 3, o);
+                o += Buffer.from(out.buffer, out.byteOffset, out.byteLength).write(text, o);
+                strPos[j] = o;
+                offsets[r + 1] = o;
+                valid[j]![r] = 1;
+              }
+            }
+            break;
+          }
+          case NUMBER:
+            if (c === 0x2d || (c !== undefined && c >= 0x30 && c <= 0x39)) {
+              i = scanNumber(b, i);
+              f64[j]![r] = scanned[0]!;
+              valid[j]![r] = 1;
+            } else if (c === 0x6e && isNullAt(b, i)) {
+              i += 4;
+              f64[j]![r] = 0;
+              valid[j]![r] = 0;
+            } else {
+              i = readGeneric(b, i);
+              const x = toNumber(generic);
+              if (Number.isNaN(x)) throw BAIL;
+              f64[j]![r] = x;
+              valid[j]![r] = 1;
+            }
+            break;
+          case DATE: {
+            let days = Number.NaN;
+            if (c === QUOTE) {
+              if (b[i + 9] === QUOTE) {
+                days = dateDaysAt(b, i + 1);
+                if (!Number.isNaN(days)) i += 10;
+              } else if (b[i + 17] === QUOTE && isMidnight(b, i + 9)) {
+                days = dateDaysAt(b, i + 1);
+                if (!Number.isNaN(days)) i += 18;
+              }
+            } else if (c === 0x6e && isNullAt(b, i)) {
+              i += 4;
+              i32[j]![r] = 0;
+              valid[j]![r] = 0;
+              break;
+            }
+            if (Number.isNaN(days)) {
+              i = readGeneric(b, i);
+              if (generic === null) {
+                i32[j]![r] = 0;
+                valid[j]![r] = 0;
+                break;
+              }
+              days = toDateDays(generic);
+              if (Number.isNaN(days)) throw BAIL;
+            }
+            i32[j]![r] = days;
+            valid[j]![r] = 1;
+            break;
+          }
+          case DATETIME: {
+            let ms = Number.NaN;
+            if (c === QUOTE) {
+              if (b[i + 17] === QUOTE && b[i + 9] === 0x54 && b[i + 16] === 0x5a) {
+                ms = dateDaysAt(b, i + 1) * MS_PER_DAY + timeOfDayMsAt(b, i + 10);
+                if (!Number.isNaN(ms)) i += 18;
+              } else if (b[i + 9] === QUOTE) {
+                ms = dateDaysAt(b, i + 1) * MS_PER_DAY;
+                if (!Number.isNaN(ms)) i += 10;
+              }
+            } else if (c === 0x6e && isNullAt(b, i)) {
+              i += 4;
+              f64[j]![r] = 0;
+              valid[j]![r] = 0;
+              break;
+            }
+            if (Number.isNaN(ms)) {
+              i = readGeneric(b, i);
+              if (generic === null) {
+                f64[j]![r] = 0;
+                valid[j]![r] = 0;
+                break;
+              }
+              ms = toTimestampMs(generic);
+              if (Number.isNaN(ms)) throw BAIL;
+            }
+            f64[j]![r] = ms;
+            valid[j]![r] = 1;
+            break;
+          }
+          case BOOLEAN: {
+            const bits = u8[j]!;
+            if (c === 0x74 && b[i + 1] === 0x72 && b[i + 2] === 0x75 && b[i + 3] === 0x65) {
+              i += 4;
+              bits[r] = 1;
+            } else if (
+              c === 0x66 &&
+              b[i + 1] === 0x61 &&
+              b[i + 2] === 0x6c &&
+              b[i + 3] === 0x73 &&
+              b[i + 4] === 0x65
+            ) {
+              i += 5;
+              bits[r] = 0;
+            } else if (c === 0x6e && isNullAt(b, i)) {
+              i += 4;
+              bits[r] = 2;
+            } else {
+              i = readGeneric(b, i);
+              const bit = toBooleanBit(generic);
+              if (bit < 0) throw BAIL;
+              bits[r] = bit;
+            }
+            break;
+          }
+          case DICT: {
+            const dict = dicts[j]!;
+            if (c === QUOTE) {
+              const s = ++i;
+              for (; i < n; i++) {
+                c = b[i]!;
+                if (c === QUOTE || c === BACKSLASH || c < 0x20) break;
+              }
+              if (c === QUOTE) i32[j]![r] = dict.id(b, s, i);
+              else {
+                const e = stringEnd(b, i);
+                const scratch = new Uint8Array(e - s);
+                loneSurrogate = false;
+                const len = unescapeInto(b, s, e, scratch, 0);
+                // Two lone surrogates both encode as U+FFFD but are different strings, so different
+                // entries on the reference path: bytes cannot key them.
+                if (loneSurrogate) throw BAIL;
+                i32[j]![r] = dict.id(scratch, 0, len);
+                i = e;
+              }
+              i++;
+            } else if (c === 0x6e && isNullAt(b, i)) {
+              i += 4;
+              i32[j]![r] = -1;
+            } else {
+              i = readGeneric(b, i);
+              if (generic === null) i32[j]![r] = -1;
+              else {
+                const text = toText(generic);
+                if (text === undefined) throw BAIL;
+                const bytes = Buffer.from(text);
+                i32[j]![r] = dict.id(bytes, 0, bytes.length);
+              }
+            }
+            break;
+          }
+        }
+        c = b[i];
+        if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
+          i = skipWs(b, i);
+          c = b[i];
+        }
+        if (j < width - 1) {
+          if (c !== COMMA) throw BAIL;
+          i++;
+        } else if (c !== 0x5d) throw BAIL;
+      }
+      i++;
+      r++;
+      i = skipWs(b, i);
+      if (b[i] === COMMA) i = skipWs(b, i + 1);
+      else if (b[i] === 0x5d) break;
+      else throw BAIL;
+    }
+    rowsEnd = i + 1;
+    for (let j = 0; j < width; j++) if (kinds[j] === UTF8) this.#bytesPerRow[j] = strPos[j]! / r;
+    return this.#columns(r, f64, i32, u8, valid, dicts);
+  }
+
+  #columns(
+    length: number,
+    f64: Float64Array[],
+    i32: Int32Array[],
+    u8: Uint8Array[],
+    valid: Uint8Array[],
+    dicts: ByteDictionary[],
+  ): DecodedColumns {
+    const columns: DecodedColumn[] = [];
+    for (let j = 0; j < this.#kinds.length; j++) {
+      switch (this.#kinds[j]) {
+        case NUMBER:
+          columns.push({ kind: 'number', values: f64[j]!, valid: valid[j]! });
+          break;
+        case DATE:
+          columns.push({ kind: 'date', values: i32[j]!, valid: valid[j]! });
+          break;
+        case DATETIME:
+          columns.push({ kind: 'datetime', values: f64[j]!, valid: valid[j]! });
+          break;
+        case BOOLEAN:
+          columns.push({ kind: 'boolean', values: u8[j]! });
+          break;
+        case UTF8:
+          columns.push({ kind: 'utf8', offsets: i32[j]!, bytes: u8[j]!, valid: valid[j]! });
+          break;
+        default:
+          columns.push({ kind: 'dictionary', ids: i32[j]!, entries: dicts[j]!.entries() });
+      }
+    }
+    return { length, columns };
+  }
+}
+
+/** Where `#rows` stopped (the index after the `rows` array). */
+let rowsEnd = 0;
+
+const EMPTY_F64 = new Float64Array(0);
+const EMPTY_I32 = new Int32Array(0);
+const EMPTY_U8 = new Uint8Array(0);
+const EMPTY_DICT = new ByteDictionary();
+
+/** `T000000Z` at `b[i]`. */
+function isMidnight(b: Uint8Array, i: number): boolean {
+  return (
+    b[i] === 0x54 &&
+    b[i + 1] === 0x30 &&
+    b[i + 2] === 0x30 &&
+    b[i + 3] === 0x30 &&
+    b[i + 4] === 0x30 &&
+    b[i + 5] === 0x30 &&
+    b[i + 6] === 0x30 &&
+    b[i + 7] === 0x5a
+  );
+}
+
+/** An envelope member that must be an integer (as `parseTablePage` requires). */
+function integer(b: Buffer, [s, e]: [number, number]): number {
+  const v: unknown = JSON.parse(b.toString('utf8', s, e));
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw BAIL;
+  return v;
+}
