@@ -5,19 +5,20 @@
  * Resumable: finished partitions are skipped. The work is `exportPartitioned()`'s; this is the command
  * line around it (tickers, progress, summary, exit codes).
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import type {
   PartitionedExportResult,
   PartitionReport,
   PartitionStreamOptions,
 } from '../../analytics/partitioned-export.js';
 import { checkTicker } from '../../transport/validate.js';
-import { choice, flag, int, JSON_OPTION, list, positionals, str, type Values } from '../args.js';
-import type { CliIo, Command } from '../command.js';
+import { choice, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
+import type { Command } from '../command.js';
 import { LocalError, systemReason, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { printJson } from '../print.js';
 import { bytes, count, duration } from '../text.js';
+import { readTickers } from '../tickers.js';
 
 const WIRE_FORMATS = ['auto', 'json', 'csv', 'xlsx'] as const;
 
@@ -83,7 +84,7 @@ export const exportCommand: Command = {
     if (outDir === undefined || outDir === '')
       throw new UsageError('missing --out-dir DIR (e.g. --out-dir lake)', 'export');
     const all = flag(v, 'all-tickers');
-    const given = await readTickers(v, ctx.io);
+    const given = await readTickers(v, ctx.io, 'export');
     if (all && given.length > 0) {
       throw new UsageError(
         '--all-tickers exports every ticker: give it alone, or list the tickers',
@@ -214,33 +215,6 @@ function summaryJson(result: PartitionedExportResult | undefined, dataset: strin
       queryId: p.queryId ?? null,
     })),
   };
-}
-
-/** `--ticker`s then the `--tickers-file`'s, in order, without repeats. */
-async function readTickers(v: Values, io: CliIo): Promise<string[]> {
-  const tickers = list(v, 'ticker');
-  const file = str(v, 'tickers-file');
-  if (file !== undefined) {
-    let text: string;
-    try {
-      text = file === '-' ? await readAll(io.stdin) : await readFile(file, 'utf8');
-    } catch (err) {
-      throw new LocalError(`cannot read --tickers-file ${file}: ${systemReason(err)}`, { cause: err });
-    }
-    const fromFile = text
-      .split(/\r?\n/)
-      .flatMap((line) => line.replace(/#.*/, '').split(/[\s,]+/))
-      .filter((t) => t.length > 0);
-    if (fromFile.length === 0) throw new UsageError(`--tickers-file ${file} lists no tickers`, 'export');
-    tickers.push(...fromFile);
-  }
-  return [...new Set(tickers)];
-}
-
-async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 interface PartitionProgressView {

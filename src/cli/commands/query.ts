@@ -1,22 +1,17 @@
-/**
- * `dqs query <dataset> --out FILE`: the main job. Creates the query, waits for it, streams the result
- * page by page into a writer chosen by the file's extension, and renames the file into place only when
- * complete. Ctrl-C aborts the requests in flight and removes the temporary file.
- */
-import { readFile } from 'node:fs/promises';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { RecordBatch } from 'apache-arrow';
 import type { StreamOptions } from '../../query/stream-options.js';
-import { choice, flag, int, JSON_OPTION, list, positionals, str, type Values } from '../args.js';
+import { choice, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import { AtomicFile } from '../atomic-file.js';
-import type { CliIo, Command } from '../command.js';
-import { LocalError, systemReason, UsageError } from '../errors.js';
+import type { Command } from '../command.js';
+import { UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { FILE_FORMATS, fileFormatOf, LABELS, writerFor } from '../file-formats.js';
 import { printJson } from '../print.js';
 import { createProgress } from '../progress.js';
 import { bytes, count, duration } from '../text.js';
+import { readTickers } from '../tickers.js';
 
 const WIRE_FORMATS = ['auto', 'json', 'csv', 'xlsx'] as const;
 
@@ -93,7 +88,7 @@ export const queryCommand: Command = {
         'query',
       );
     }
-    const tickers = await readTickers(v, ctx.io);
+    const tickers = await readTickers(v, ctx.io, 'query');
     const options = streamOptions(v);
 
     const started = performance.now();
@@ -178,39 +173,6 @@ function streamOptions(v: Values): StreamOptions {
     ...(concurrency !== undefined ? { concurrency } : {}),
     ...(batchSize !== undefined ? { batchSize } : {}),
   };
-}
-
-/** `--ticker`s then the `--tickers-file`'s, in order, without repeats. */
-async function readTickers(v: Values, io: CliIo): Promise<string[]> {
-  const tickers = list(v, 'ticker');
-  const file = str(v, 'tickers-file');
-  if (file !== undefined) {
-    let text: string;
-    try {
-      text = file === '-' ? await readAll(io.stdin) : await readFile(file, 'utf8');
-    } catch (err) {
-      throw new LocalError(`cannot read --tickers-file ${file}: ${systemReason(err)}`, { cause: err });
-    }
-    const fromFile = text
-      .split(/\r?\n/)
-      .flatMap((line) => line.replace(/#.*/, '').split(/[\s,]+/))
-      .filter((t) => t.length > 0);
-    // An empty list means "no filter" to the service: the whole dataset. Never do that by accident.
-    if (fromFile.length === 0) {
-      throw new UsageError(
-        `--tickers-file ${file} lists no tickers (an empty list would query everything)`,
-        'query',
-      );
-    }
-    tickers.push(...fromFile);
-  }
-  return [...new Set(tickers)];
-}
-
-async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** Passes RecordBatches through and counts their rows. */

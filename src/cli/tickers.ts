@@ -1,0 +1,38 @@
+/** Reading the tickers a command is given: `--ticker`s, then those of `--tickers-file` (a path, or `-` for stdin). */
+import { readFile } from 'node:fs/promises';
+import { list, str, type Values } from './args.js';
+import type { CliIo } from './command.js';
+import { LocalError, systemReason, UsageError } from './errors.js';
+
+/** `--ticker`s then the `--tickers-file`'s, in order, without repeats. */
+export async function readTickers(v: Values, io: CliIo, command: string): Promise<string[]> {
+  const tickers = list(v, 'ticker');
+  const file = str(v, 'tickers-file');
+  if (file !== undefined) {
+    let text: string;
+    try {
+      text = file === '-' ? await readAll(io.stdin) : await readFile(file, 'utf8');
+    } catch (err) {
+      throw new LocalError(`cannot read --tickers-file ${file}: ${systemReason(err)}`, { cause: err });
+    }
+    const fromFile = text
+      .split(/\r?\n/)
+      .flatMap((line) => line.replace(/#.*/, '').split(/[\s,]+/))
+      .filter((t) => t.length > 0);
+    // An empty list means "no filter" to the service: the whole dataset. Never do that by accident.
+    if (fromFile.length === 0) {
+      throw new UsageError(
+        `--tickers-file ${file} lists no tickers (an empty list would query everything)`,
+        command,
+      );
+    }
+    tickers.push(...fromFile);
+  }
+  return [...new Set(tickers)];
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
+  return Buffer.concat(chunks).toString('utf8');
+}
