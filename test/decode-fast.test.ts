@@ -1,0 +1,255 @@
+/**
+ * The table-JSON byte decoder agrees with the reference path (JSON.parse + RecordBatchBuilder): on every
+ * emulator dataset over real HTTP, and on fuzzed pages. Its contract is "the same result, or decline":
+ * whenever it returns columns they must give byte-identical Arrow data, and whenever the reference fails
+ * (a DecodeError, an InvalidValueError) it must decline, so the stream reports the reference's error.
+ */
+
+import { pipeline } from 'node:stream/promises';
+import { Table, tableToIPC } from 'apache-arrow';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { planColumns, RecordBatchBuilder } from '../src/convert/index.js';
+import { DecodeError, InvalidValueError } from '../src/core/errors.js';
+import type { WireValue } from '../src/core/wire.js';
+import { parseTablePage } from '../src/decode/index.js';
+import { FastTableDecoder } from '../src/decode/table-json-fast.js';
+import { DATASETS } from '../src/emulator/datasets/index.js';
+import { toArrowIpc } from '../src/index.js';
+import { field, trickyText, wireDate, wireTimestamp } from './convert-fixtures.js';
+import { setup } from './helpers.js';
+
+const where = { start: 1, limit: 1000 };
+const fields = [
+  field('ticker', 'string', 'ticker'),
+  field('d', 'date'),
+  field('t', 'datetime'),
+  field('n', 'number'),
+  field('b', 'boolean'),
+  field('s'),
+];
+const plan = planColumns(fields);
+
+function envelope(rows: unknown, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const n = Array.isArray(rows) ? rows.length : 0;
+  return {
+    id: 'a'.repeat(64),
+    state: 'complete',
+    total: 5000,
+    count: n,
+    start: 1,
+    limit: 1000,
+    rows,
+    fields,
+    group_fields: [],
+    sort_fields: [],
+    last_date_updated: '2024-12-31T22:15:00Z',
+    ...extra,
+  };
+}
+
+/** The reference: JSON.parse, then the builder over wire rows. IPC bytes of one batch, or the error. */
+function reference(text: string): Uint8Array | Error {
+  try {
+    const page = parseTablePage(text, where);
+    if (page.rows.length !== page.count) return new Error('count');
+    const builder = new RecordBatchBuilder(plan);
+    builder.appendRows(page.rows, 1, where);
+    return ipc(builder);
+  } catch (error) {
+    if (error instanceof DecodeError || error instanceof InvalidValueError) return error;
+    throw error;
+  }
+}
+
+function ipc(builder: RecordBatchBuilder): Uint8Array {
+  return tableToIPC(new Table([builder.flush()]), 'stream');
+}
+
+/** The fast path: columns, or `undefined` when it declines. */
+function fast(bytes: Buffer): Uint8Array | undefined {
+  const page = new FastTableDecoder(plan).decode(bytes, where);
+  if (page === undefined) return undefined;
+  if (page.length !== page.count) return new Uint8Array([0xde, 0xad]);
+  const builder = new RecordBatchBuilder(plan);
+  builder.appendDecoded(page, 0, page.length);
+  return ipc(builder);
+}
+
+/** The property: accepted pages decode exactly as the reference; pages the reference rejects are declined. */
+function agree(bytes: Buffer): 'fast' | 'declined' {
+  const expected = reference(bytes.toString('utf8'));
+  const got = fast(bytes);
+  if (expected instanceof Error) {
+    expect(got, `accepted a page the reference rejects: ${expected.message}`).toBeUndefined();
+    return 'declined';
+  }
+  if (got === undefined) return 'declined';
+  expect(Buffer.from(got).equals(Buffer.from(expected))).toBe(true);
+  return 'fast';
+}
+
+/** A JSON string literal with some characters escaped as \uXXXX (what other serializers do). */
+function escapedLiteral(s: string, mask: number): string {
+  let out = '"';
+  for (let i = 0; i < s.length; i++) {
+    const ch = s[i]!;
+    const code = s.charCodeAt(i);
+    if ((mask >> (i % 31)) & 1 || code < 0x20 || ch === '"' || ch === '\\')
+      out += `\\u${code.toString(16).padStart(4, '0')}`;
+    else out += ch;
+  }
+  return `${out}"`;
+}
+
+const anyText = fc.oneof(
+  trickyText,
+  fc.string({ unit: 'binary' }), // lone surrogates included
+  fc.constantFrom('\ud800', '\udc00', '\ud83d\ude00', '\u0000', '\u001f', '\\', '/', '\b\f\t'),
+);
+const anyNumber = fc.oneof(
+  fc.integer(),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.constantFrom(0, -0, 1e21, 1e-7, 2 ** 53, 2 ** 53 + 2, -(2 ** 53), 123456789012345.6, 0.1, 5e-324),
+);
+const wrongTyped = fc.oneof(
+  anyText,
+  anyNumber,
+  fc.boolean(),
+  fc.constant(null),
+  fc.constantFrom('1', ' 1', '0x10', 'true', 'false', '20240230', '20240101T000000Z', '20240101T250000Z'),
+);
+/** Mostly well-typed values, sometimes anything. */
+const cell = (typed: fc.Arbitrary<WireValue>) =>
+  fc.oneof(
+    { weight: 6, arbitrary: typed },
+    { weight: 1, arbitrary: fc.constant(null) },
+    { weight: 1, arbitrary: wrongTyped },
+  );
+const row = fc.tuple(
+  cell(fc.constantFrom('nasdaq:aapl', 'nyse:ge', 'xetra:sap', 'private:é')),
+  cell(wireDate),
+  cell(fc.oneof(wireTimestamp, wireDate)),
+  cell(anyNumber),
+  cell(fc.oneof(fc.boolean(), fc.constantFrom(0, 1, 'true', 'false'))),
+  cell(anyText),
+);
+
+describe('FastTableDecoder', () => {
+  it('agrees with JSON.parse + the builder on fuzzed pages (strings, numbers, dates, nulls, wrong types)', () => {
+    let accepted = 0;
+    fc.assert(
+      fc.property(fc.array(row, { maxLength: 40 }), (rows) => {
+        if (agree(Buffer.from(JSON.stringify(envelope(rows)))) === 'fast') accepted++;
+      }),
+      { numRuns: 400 },
+    );
+    expect(accepted).toBeGreaterThan(50);
+  });
+
+  it('agrees on other spellings of the same JSON: \\u escapes, whitespace, member order', () => {
+    fc.assert(
+      fc.property(
+        fc.array(row, { minLength: 1, maxLength: 10 }),
+        fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        fc.constantFrom('', ' ', '\n  ', '\t\r\n'),
+        fc.boolean(),
+        (rows, mask, ws, reverse) => {
+          const body = rows
+            .map(
+              (r) =>
+                `[${ws}${r.map((v) => (typeof v === 'string' ? escapedLiteral(v, mask) : JSON.stringify(v))).join(`${ws},${ws}`)}${ws}]`,
+            )
+            .join(`,${ws}`);
+          const members = Object.entries(envelope([]))
+            .filter(([k]) => k !== 'rows')
+            .map(([k, v]) => `"${k}"${ws}:${ws}${JSON.stringify(k === 'count' ? rows.length : v)}`);
+          members.splice(reverse ? members.length : 3, 0, `"rows":${ws}[${ws}${body}${ws}]`);
+          if (reverse) members.reverse();
+          agree(Buffer.from(`${ws}{${ws}${members.join(`,${ws}`)}${ws}}${ws}`));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('declines garbled, truncated and hostile bodies without throwing or hanging', () => {
+    const valid = JSON.stringify(
+      envelope([['nasdaq:aapl', '20240101', '20240101T101010Z', 1.5, true, 'a\nb']]),
+    );
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: valid.length }),
+        fc.integer({ min: 0, max: 255 }),
+        fc.constantFrom('cut', 'replace', 'insert'),
+        (at, byte, how) => {
+          const b = Buffer.from(valid);
+          const bytes =
+            how === 'cut'
+              ? b.subarray(0, at)
+              : how === 'replace'
+                ? Buffer.concat([b.subarray(0, at), Buffer.from([byte]), b.subarray(at + 1)])
+                : Buffer.concat([b.subarray(0, at), Buffer.from([byte]), b.subarray(at)]);
+          agree(bytes);
+        },
+      ),
+      { numRuns: 1500 },
+    );
+  });
+
+  it('declines the odd cases the reference treats specially', () => {
+    const page = (rows: string, extra = '') =>
+      Buffer.from(
+        `{"id":"x","state":"complete","total":5,"count":1,"start":1,"limit":5,${extra}"rows":${rows},"fields":${JSON.stringify(fields)}}`,
+      );
+    const ok = '[["nasdaq:aapl","20240101","20240101T101010Z",1,true,"s"]]';
+    expect(fast(page(ok))).toBeDefined();
+    for (const bytes of [
+      page(ok, '"rows":[],'), // duplicate member: JSON.parse keeps the last
+      page(ok, '"r\\u006fws":[],'), // an escaped key spelling a member
+      page('[["nasdaq:aapl","20240101","20240101T101010Z",1,true]]'), // short row
+      page('[["nasdaq:aapl","20240101","20240101T101010Z",1,true,"s",2]]'), // long row
+      page('[["nasdaq:aapl","20240230","20240101T101010Z",1,true,"s"]]'), // no such day
+      page('[["nasdaq:aapl","20240101","20240101T101010Z","x",true,"s"]]'), // text in a number column
+      page('[["nasdaq:aapl","20240101","20240101T101010Z",01,true,"s"]]'), // not JSON
+      page('[["nasdaq:aapl","20240101","20240101T101010Z",1,true,"a\u0001"]]'), // raw control char
+      page('[["\\ud800","20240101","20240101T101010Z",1,true,"s"]]'), // lone surrogate in a dictionary
+      page('[["nasdaq:aapl","20240101","20240101T101010Z",[1],true,"s"]]'), // array value
+      Buffer.concat([page(ok), Buffer.from([0xff])]), // not UTF-8
+      Buffer.from(`\ufeff${page(ok).toString()}`), // BOM
+    ]) {
+      expect(fast(bytes)).toBeUndefined();
+      agree(bytes);
+    }
+  });
+
+  it.each(DATASETS.map((d) => d.id))(
+    'gives byte-identical Arrow IPC to the JSON.parse path over HTTP: %s',
+    async (dataset) => {
+      const { client } = await setup({ seed: 11, rowCap: 4000 });
+      const ipcOf = async (decoder: 'fast' | 'json') => {
+        const chunks: Buffer[] = [];
+        const stream = client.stream(
+          dataset,
+          {},
+          { pageSize: 700, concurrency: 3, batchSize: 1000, decoder },
+        );
+        await pipeline(stream, toArrowIpc({ format: 'stream' }), async (bytes: AsyncIterable<Buffer>) => {
+          for await (const b of bytes) chunks.push(b);
+        });
+        return Buffer.concat(chunks);
+      };
+      const [a, b] = [await ipcOf('fast'), await ipcOf('json')];
+      expect(a.length).toBeGreaterThan(1000);
+      expect(a.equals(b)).toBe(true);
+      // And the fast path really decoded these pages (it did not decline them all).
+      const result = await client.query(dataset, {});
+      const body = await result.download({ start: 1, limit: 700 });
+      const parts: Buffer[] = [];
+      for await (const chunk of body) parts.push(chunk as Buffer);
+      const planned = planColumns(result.fields);
+      const page = new FastTableDecoder(planned).decode(Buffer.concat(parts), { start: 1, limit: 700 });
+      expect(page?.length).toBe(700);
+    },
+  );
+});
