@@ -428,6 +428,10 @@ export class FastTableDecoder {
   readonly #kinds: Int8Array;
   readonly #ids: readonly string[];
   #fields: Buffer | undefined;
+  readonly #spare: ColumnBuffers[] = [];
+  readonly #bodies: Buffer[] = [];
+  /** The buffers of the page being decoded (returned to `#spare` when it is declined). */
+  #building: ColumnBuffers | undefined;
   /** Per column: string bytes per row seen on the last page (a sizing hint). */
   readonly #bytesPerRow: Float64Array;
 
@@ -459,9 +463,12 @@ export class FastTableDecoder {
     try {
       return this.#decode(body, where);
     } catch (error) {
+      if (this.#building && this.#spare.length < MAX_SPARE) this.#spare.push(this.#building);
       if (error instanceof Bail || error instanceof RangeError || error instanceof SyntaxError)
         return undefined;
       throw error;
+    } finally {
+      this.#building = undefined;
     }
   }
 
@@ -551,6 +558,9 @@ export class FastTableDecoder {
     const kinds = this.#kinds;
     const width = kinds.length;
     let cap = Math.max(16, Math.min(where.limit, 16_384));
+    // Buffers of a page already appended to the builder are reused (see `recycle()`): a page's worth
+    // of fresh allocations per page is what keeps the allocator's footprint (RSS) high.
+    const spare = this.#spare.pop();
     const f64: Float64Array[] = [];
     const i32: Int32Array[] = [];
     const u8: Uint8Array[] = [];
@@ -559,20 +569,23 @@ export class FastTableDecoder {
     const dicts: ByteDictionary[] = [];
     for (let j = 0; j < width; j++) {
       const k = kinds[j]!;
-      f64.push(k === NUMBER || k === DATETIME ? new Float64Array(cap) : EMPTY_F64);
+      f64.push(k === NUMBER || k === DATETIME ? reuse(spare?.f64[j], cap, Float64Array) : EMPTY_F64);
       i32.push(
-        k === DATE || k === UTF8 || k === DICT ? new Int32Array(k === UTF8 ? cap + 1 : cap) : EMPTY_I32,
+        k === DATE || k === UTF8 || k === DICT
+          ? reuse(spare?.i32[j], k === UTF8 ? cap + 1 : cap, Int32Array)
+          : EMPTY_I32,
       );
       u8.push(
         k === BOOLEAN
-          ? new Uint8Array(cap)
+          ? reuse(spare?.u8[j], cap, Uint8Array)
           : k === UTF8
-            ? new Uint8Array(Math.max(1024, Math.ceil(this.#bytesPerRow[j]! * cap * 1.25)))
+            ? reuse(spare?.u8[j], Math.max(1024, Math.ceil(this.#bytesPerRow[j]! * cap * 1.25)), Uint8Array)
             : EMPTY_U8,
       );
-      valid.push(k === BOOLEAN || k === DICT ? EMPTY_U8 : new Uint8Array(cap));
+      valid.push(k === BOOLEAN || k === DICT ? EMPTY_U8 : reuse(spare?.valid[j], cap, Uint8Array));
       dicts.push(k === DICT ? new ByteDictionary() : EMPTY_DICT);
     }
+    this.#building = { f64, i32, u8, valid };
     let r = 0;
     i = skipWs(b, i + 1);
     if (b[i] === 0x5d) {
@@ -831,6 +844,42 @@ export class FastTableDecoder {
     return this.#columns(r, f64, i32, u8, valid, dicts);
   }
 
+  /**
+   * Hands back the buffers of a page returned by `decode()` once its rows have been appended (copied)
+   * to a builder: the next page decodes into them. The page must not be read afterwards.
+   */
+  recycle(page: DecodedColumns): void {
+    if (this.#spare.length >= MAX_SPARE || page.columns.length !== this.#kinds.length) return;
+    const set: ColumnBuffers = { f64: [], i32: [], u8: [], valid: [] };
+    for (const c of page.columns) {
+      set.f64.push(c.kind === 'number' || c.kind === 'datetime' ? c.values : EMPTY_F64);
+      set.i32.push(
+        c.kind === 'date'
+          ? c.values
+          : c.kind === 'utf8'
+            ? c.offsets
+            : c.kind === 'dictionary'
+              ? c.ids
+              : EMPTY_I32,
+      );
+      set.u8.push(c.kind === 'boolean' ? c.values : c.kind === 'utf8' ? c.bytes : EMPTY_U8);
+      set.valid.push(c.kind === 'boolean' || c.kind === 'dictionary' ? EMPTY_U8 : c.valid);
+    }
+    this.#spare.push(set);
+  }
+
+  /** A buffer for a page body of `size` bytes, from the spare ones when possible; see `releaseBody()`. */
+  bodyBuffer(size: number): Buffer {
+    const k = this.#bodies.findIndex((b) => b.length >= size && b.length <= 2 * size);
+    if (k >= 0) return this.#bodies.splice(k, 1)[0]!;
+    return Buffer.allocUnsafeSlow(Math.ceil(size * 1.125));
+  }
+
+  /** Gives back a buffer from `bodyBuffer()` once nothing reads it any more. */
+  releaseBody(buffer: Buffer): void {
+    if (this.#bodies.length < MAX_SPARE) this.#bodies.push(buffer);
+  }
+
   #columns(
     length: number,
     f64: Float64Array[],
@@ -863,6 +912,24 @@ export class FastTableDecoder {
     }
     return { length, columns };
   }
+}
+
+/** Spare page buffers kept per decoder (pages in the window are decoded into fresh ones beyond this). */
+const MAX_SPARE = 4;
+
+interface ColumnBuffers {
+  f64: Float64Array[];
+  i32: Int32Array[];
+  u8: Uint8Array[];
+  valid: Uint8Array[];
+}
+
+function reuse<T extends Float64Array | Int32Array | Uint8Array>(
+  spare: T | undefined,
+  size: number,
+  make: new (n: number) => T,
+): T {
+  return spare !== undefined && spare.length >= size ? spare : new make(size);
 }
 
 /** Where `#rows` stopped (the index after the `rows` array). */

@@ -22,7 +22,7 @@
  */
 
 import { Readable } from 'node:stream';
-import ExcelJS from 'exceljs';
+import type ExcelJS from 'exceljs';
 import type { PageRange } from '../convert/batch-builder.js';
 import type { ColumnKind } from '../convert/column-kind.js';
 import { formatDateDays, formatTimestampMs } from '../convert/dates.js';
@@ -80,8 +80,10 @@ export async function* decodeXlsx(
     await input.return?.()?.catch(() => {});
     throw error;
   }
+  // Loaded on first use: exceljs adds ~12 MB to every process that imports the client otherwise.
+  const { default: excel } = await import('exceljs');
   const feed = new Feed(input, head, stallMs, where);
-  const reader = new ExcelJS.stream.xlsx.WorkbookReader(feed.stream, {
+  const reader = new excel.stream.xlsx.WorkbookReader(feed.stream, {
     worksheets: 'emit',
     sharedStrings: 'cache',
     hyperlinks: 'ignore',

@@ -16,10 +16,10 @@ import {
 } from '../core/errors.js';
 import type { WireValue } from '../core/wire.js';
 import { decodeCsv, decodeXlsx, parseTablePage } from '../decode/index.js';
-import type { FastTableDecoder } from '../decode/table-json-fast.js';
+import type { FastTableDecoder, FastTablePage } from '../decode/table-json-fast.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import { statusFromHeaders } from '../transport/endpoints.js';
-import { discardBody, readBounded, translateError } from '../transport/http.js';
+import { discardBody, type HttpResponse, readBounded, translateError } from '../transport/http.js';
 import { type RetryEvent, withRetry } from '../transport/retry.js';
 import type { PageRange } from './page-plan.js';
 
@@ -93,16 +93,27 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
   });
   try {
     if (ctx.format === 'json') {
-      const buf = await readBounded(response, ctx.maxResponseBytes);
-      const fast = ctx.tableDecoder?.decode(buf, sub);
+      const decoder = ctx.tableDecoder;
+      const { body, pooled } = decoder
+        ? await readPooled(response, decoder, ctx.maxResponseBytes)
+        : { body: await readBounded(response, ctx.maxResponseBytes), pooled: undefined };
+      let fast: FastTablePage | undefined;
+      let text: string | undefined;
+      try {
+        fast = decoder?.decode(body, sub);
+        if (fast === undefined) text = body.toString('utf8');
+      } finally {
+        // Nothing reads the body's bytes any more: the decoder copied what it keeps.
+        if (pooled) decoder?.releaseBody(pooled);
+      }
       // The fast decoder only accepts pages whose fields are the plan's, so the check is the same.
       if (fast === undefined) {
-        const page = parseTablePage(buf.toString('utf8'), sub);
+        const page = parseTablePage(text!, sub);
         // Values are typed by position: a page whose rows follow other columns must not be read as ours.
         if (page.rows.length > 0) checkFields(page.fields, ctx.plan, sub);
-        return countChecked(page.rows, page.rows.length, page.count, buf.length, page, response.info);
+        return countChecked(page.rows, page.rows.length, page.count, body.length, page, response.info);
       }
-      return countChecked(fast, fast.length, fast.count, buf.length, fast, response.info);
+      return countChecked(fast, fast.length, fast.count, body.length, fast, response.info);
     }
     // CSV and XLSX carry no page envelope: the headers give the total, position is what we asked for.
     const status = statusFromHeaders(response);
@@ -134,6 +145,38 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
     discardBody(response);
     response.done();
   }
+}
+
+/**
+ * Reads a body of declared length into a buffer the decoder hands out and takes back after decoding, so
+ * pages do not each leave a body-sized allocation behind (nor a `Buffer.concat` of the chunks). Bodies
+ * of unknown length take `readBounded`.
+ */
+async function readPooled(
+  response: HttpResponse,
+  decoder: FastTableDecoder,
+  maxBytes: number,
+): Promise<{ body: Buffer; pooled: Buffer | undefined }> {
+  const declared = Number(response.headers['content-length']);
+  if (!Number.isInteger(declared) || declared <= 0 || declared > maxBytes) {
+    return { body: await readBounded(response, maxBytes), pooled: undefined };
+  }
+  const pooled = decoder.bodyBuffer(declared);
+  let size = 0;
+  try {
+    for await (const chunk of response.body) {
+      const bytes = chunk as Buffer;
+      // HTTP/1.1 bodies end at their Content-Length; be safe with anything that does not.
+      if (size + bytes.length > declared)
+        throw new ProtocolError('the body is longer than its Content-Length', response.info);
+      bytes.copy(pooled, size);
+      size += bytes.length;
+    }
+  } catch (err) {
+    decoder.releaseBody(pooled);
+    throw translateError(err, response.info, response.signal);
+  }
+  return { body: pooled.subarray(0, size), pooled };
 }
 
 function countChecked(

@@ -220,6 +220,11 @@ export class ResultStream extends Readable {
     }
     const { format, mediaType } = chooseFormat(opts.format, source.formats);
     const pages = planPages(opts.startRow, source.total, opts.pageSize);
+    // Arrow output takes table JSON straight from bytes; row objects need JS values anyway.
+    const tableDecoder =
+      format === 'json' && opts.output === 'arrow' && opts.decoder === 'fast'
+        ? new FastTableDecoder(plan)
+        : undefined;
     const ctx = {
       client: source.client,
       datasetId: source.datasetId,
@@ -228,11 +233,7 @@ export class ResultStream extends Readable {
       format,
       mediaType,
       plan,
-      // Arrow output takes table JSON straight from bytes; row objects need JS values anyway.
-      tableDecoder:
-        format === 'json' && opts.output === 'arrow' && opts.decoder === 'fast'
-          ? new FastTableDecoder(plan)
-          : undefined,
+      tableDecoder,
       maxResponseBytes: source.maxResponseBytes,
       timeoutMs: opts.timeoutMs,
       onRetry: (event: RetryEvent) => {
@@ -255,7 +256,8 @@ export class ResultStream extends Readable {
     let bytes = 0;
     let pageCount = 0;
     try {
-      const convert = opts.output === 'arrow' ? this.#arrowConverter(plan) : this.#rowConverter(plan);
+      const convert =
+        opts.output === 'arrow' ? this.#arrowConverter(plan, tableDecoder) : this.#rowConverter(plan);
       if (pages.length === 0 && opts.output === 'arrow') {
         // An empty result still carries its schema, so writers and `toTable()` know the columns.
         yield [new RecordBatchBuilder(plan, { onInvalid: opts.onInvalid }).flush()];
@@ -286,7 +288,7 @@ export class ResultStream extends Readable {
     }
   }
 
-  #arrowConverter(plan: ColumnPlan[]) {
+  #arrowConverter(plan: ColumnPlan[], decoder: FastTableDecoder | undefined) {
     const builder = new RecordBatchBuilder(plan, { onInvalid: this.#options.onInvalid });
     const batchSize = this.#options.batchSize;
     return {
@@ -305,6 +307,8 @@ export class ResultStream extends Readable {
             i += take;
             if (builder.length >= batchSize) out.push(builder.flush());
           }
+          // Copied into the builder: the decoder may decode the next page into these buffers.
+          if (!Array.isArray(part)) decoder?.recycle(part);
           first += n;
         }
         return out;
