@@ -223,6 +223,26 @@ describe('FastTableDecoder', () => {
     }
   });
 
+  it('keeps decoding big pages into recycled buffers (regression: they doubled on every page)', () => {
+    const decoder = new FastTableDecoder(plan);
+    const rows = Array.from({ length: 20_000 }, (_, i) => [
+      'nasdaq:aapl',
+      '20240101',
+      null,
+      i,
+      i % 2 === 0,
+      `row ${i}`,
+    ]);
+    const bytes = Buffer.from(JSON.stringify(envelope(rows, { limit: 20_000 })));
+    for (let k = 0; k < 12; k++) {
+      const page = decoder.decode(bytes, { start: 1, limit: 20_000 });
+      expect(page?.length).toBe(20_000);
+      const values = page!.columns[3]!;
+      expect(values.kind === 'number' && values.values.length).toBeLessThanOrEqual(65_536);
+      decoder.recycle(page!);
+    }
+  });
+
   it.each(DATASETS.map((d) => d.id))(
     'gives byte-identical Arrow IPC to the JSON.parse path over HTTP: %s',
     async (dataset) => {

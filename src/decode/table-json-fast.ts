@@ -347,8 +347,13 @@ function readGeneric(b: Buffer, i: number): number {
   return end;
 }
 
+/** `a`, or a copy of its first `used` elements in a longer array when it is shorter than `need`. */
+function ensure<T extends Uint8Array | Int32Array | Float64Array>(a: T, need: number, used: number): T {
+  return a.length >= need ? a : grow(a, need, used);
+}
+
 function grow<T extends Uint8Array | Int32Array | Float64Array>(a: T, need: number, used: number): T {
-  let cap = a.length * 2;
+  let cap = Math.max(16, a.length * 2);
   while (cap < need) cap *= 2;
   const next = new (a.constructor as new (n: number) => T)(cap);
   next.set(a.subarray(0, used) as never);
@@ -596,14 +601,15 @@ export class FastTableDecoder {
     for (;;) {
       if (b[i] !== 0x5b) throw BAIL;
       if (r === cap) {
+        // Recycled buffers may already be longer than `cap`: grow only those that are not.
         const next = cap * 2;
         for (let j = 0; j < width; j++) {
           const k = kinds[j]!;
-          if (k === NUMBER || k === DATETIME) f64[j] = grow(f64[j]!, next, r);
-          if (k === DATE || k === DICT) i32[j] = grow(i32[j]!, next, r);
-          if (k === UTF8) i32[j] = grow(i32[j]!, next + 1, r + 1);
-          if (k === BOOLEAN) u8[j] = grow(u8[j]!, next, r);
-          if (k !== BOOLEAN && k !== DICT) valid[j] = grow(valid[j]!, next, r);
+          if (k === NUMBER || k === DATETIME) f64[j] = ensure(f64[j]!, next, r);
+          if (k === DATE || k === DICT) i32[j] = ensure(i32[j]!, next, r);
+          if (k === UTF8) i32[j] = ensure(i32[j]!, next + 1, r + 1);
+          if (k === BOOLEAN) u8[j] = ensure(u8[j]!, next, r);
+          if (k !== BOOLEAN && k !== DICT) valid[j] = ensure(valid[j]!, next, r);
         }
         cap = next;
       }
