@@ -1,7 +1,8 @@
 // `npm run bench`: one server process, each scenario in a fresh process, rounds alternating scenarios, and
 // medians reported as ratios to the bytes+JSON.parse floor and to the naive client, plus peak RSS.
-// Usage: node bench/run.js [--rounds 3] [--dataset job_listings] [--page-size 10000] [--concurrency 2]
-//        [--only a,b] [--formats]   (CSV/XLSX scenarios are slow; --formats adds them)
+// Usage: node bench/run.js [--rounds 3] [--dataset job_listings] [--page-size N] [--concurrency N]
+//        [--window N] [--only a,b] [--formats]   (CSV/XLSX scenarios are slow; --formats adds them)
+// Page size, concurrency and window default to the library's defaults, for the floor scenarios too.
 import { execFile, fork } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs, promisify } from 'node:util';
@@ -11,14 +12,24 @@ const { values } = parseArgs({
   options: {
     rounds: { type: 'string', default: '3' },
     dataset: { type: 'string', default: 'job_listings' },
-    'page-size': { type: 'string', default: '10000' },
-    concurrency: { type: 'string', default: '2' },
+    'page-size': { type: 'string', default: 'default' },
+    concurrency: { type: 'string', default: 'default' },
+    window: { type: 'string', default: 'default' },
     only: { type: 'string' },
     formats: { type: 'boolean', default: false },
   },
 });
 
-const base = ['bytes', 'json-parse', 'naive', 'lib-table', 'lib-rows', 'lib-ipc-file'];
+const base = [
+  'bytes',
+  'json-parse',
+  'naive',
+  'lib-table',
+  'lib-table-jsonparse',
+  'lib-rows',
+  'rows-naive',
+  'lib-ipc-file',
+];
 const formats = ['csv-parse', 'lib-table-csv', 'lib-table-xlsx'];
 const names = values.only ? values.only.split(',') : values.formats ? [...base, ...formats] : base;
 
@@ -37,6 +48,7 @@ async function scenario(name) {
       values.dataset,
       values['page-size'],
       values.concurrency,
+      values.window,
     ],
     { maxBuffer: 1 << 20 },
   );
@@ -46,7 +58,9 @@ async function scenario(name) {
 console.log(
   `machine: ${cpus().length} x ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`,
 );
-console.log(`dataset ${values.dataset}, page size ${values['page-size']}, concurrency ${values.concurrency}`);
+console.log(
+  `dataset ${values.dataset}, page size ${values['page-size']}, concurrency ${values.concurrency}, window ${values.window}, rounds ${values.rounds}`,
+);
 // Warm-up: every format's pages serialized once into the server's cache.
 for (const name of new Set([
   'bytes',
@@ -70,6 +84,7 @@ const summary = Object.fromEntries(
       ms: median(results[n].map((x) => x.ms)),
       rss: median(results[n].map((x) => x.maxRssMB)),
       rows: results[n][0].rows,
+      tableMB: results[n][0].tableMB,
     },
   ]),
 );
@@ -86,3 +101,20 @@ for (const n of names) {
     `| ${n} | ${s.rows} | ${(s.ms / 1000).toFixed(2)} | ${xFloor} | ${vsNaive} | ${s.rss.toFixed(0)} |`,
   );
 }
+console.log('');
+const ratio = (a, b) => (summary[a] && summary[b] ? (summary[a].ms / summary[b].ms).toFixed(2) : '-');
+if (summary['lib-table']?.tableMB) {
+  const t = summary['lib-table'];
+  console.log(
+    `toTable: peak RSS ${t.rss.toFixed(0)} MB for ${t.tableMB.toFixed(0)} MB of table buffers (${(t.rss / t.tableMB).toFixed(2)}x)`,
+  );
+}
+console.log(
+  `lib-table-jsonparse / lib-table (byte decoder speed-up): ${ratio('lib-table-jsonparse', 'lib-table')}`,
+);
+console.log(
+  `rows-naive / lib-rows (row objects vs a naive per-value loop): ${ratio('rows-naive', 'lib-rows')}`,
+);
+if (summary['csv-parse']) console.log(`lib-table-csv / csv-parse: ${ratio('lib-table-csv', 'csv-parse')}`);
+if (summary['lib-table-csv'])
+  console.log(`lib-table-csv / lib-table (CSV vs JSON): ${ratio('lib-table-csv', 'lib-table')}`);

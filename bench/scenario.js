@@ -7,10 +7,18 @@ import { pipeline } from 'node:stream/promises';
 import { parse as csvParse } from 'csv-parse/sync';
 import { request } from 'undici';
 import { DatasetClient, toArrowIpc } from '../dist/index.js';
+import { DEFAULT_CONCURRENCY, DEFAULT_PAGE_SIZE } from '../dist/query/stream-options.js';
 
-const [name, url, dataset, pageSizeArg, concurrencyArg] = process.argv.slice(2);
-const pageSize = Number(pageSizeArg);
-const concurrency = Number(concurrencyArg);
+const [name, url, dataset, pageSizeArg, concurrencyArg, windowArg] = process.argv.slice(2);
+// 'default': the library's defaults (the floor scenarios fetch the same pages the same way).
+const pageSize = pageSizeArg === 'default' ? DEFAULT_PAGE_SIZE : Number(pageSizeArg);
+const concurrency = concurrencyArg === 'default' ? DEFAULT_CONCURRENCY : Number(concurrencyArg);
+/** Stream options of the library scenarios: only what the command line set, else the defaults. */
+const lib = {
+  ...(pageSizeArg === 'default' ? {} : { pageSize }),
+  ...(concurrencyArg === 'default' ? {} : { concurrency }),
+  ...(windowArg === undefined || windowArg === 'default' ? {} : { window: Number(windowArg) }),
+};
 const key = 'bench';
 const headers = { authorization: `token ${key}`, 'x-api-version': '20151130' };
 const TABLE = 'application/vnd.service.table+json';
@@ -46,6 +54,26 @@ async function pages(id, total, size, conc, accept, each) {
   await Promise.all(Array.from({ length: conc }, worker));
   return bytes;
 }
+
+/** Bytes of a table's buffers (each dictionary chunk once): what `toTable()`'s peak RSS is compared to. */
+function tableBytes(table) {
+  const seen = new Set();
+  let bytes = 0;
+  const visit = (data) => {
+    for (const b of [data.values, data.valueOffsets, data.nullBitmap, data.typeIds]) {
+      if (b && !seen.has(b)) {
+        seen.add(b);
+        bytes += b.byteLength;
+      }
+    }
+    for (const child of data.children) visit(child);
+    if (data.dictionary) for (const d of data.dictionary.data) visit(d);
+  };
+  for (const batch of table.batches) visit(batch.data);
+  return bytes;
+}
+
+const extra = {};
 
 const scenarios = {
   // The floor: bytes only, then bytes + JSON.parse, with the same pages as the library.
@@ -86,21 +114,64 @@ const scenarios = {
   async 'lib-table'() {
     const client = new DatasetClient({ baseUrl: url, apiKey: key });
     const result = await client.query(dataset, {});
-    const table = await result.toTable({ pageSize, concurrency });
+    const table = await result.toTable(lib);
+    await client.close();
+    extra.tableMB = tableBytes(table) / 2 ** 20;
+    return table.numRows;
+  },
+  // The library on its reference path (JSON.parse + the row converters): what the byte decoder replaces.
+  async 'lib-table-jsonparse'() {
+    const client = new DatasetClient({ baseUrl: url, apiKey: key });
+    const result = await client.query(dataset, {});
+    const table = await result.toTable({ ...lib, decoder: 'json' });
     await client.close();
     return table.numRows;
+  },
+  // Row objects built naively: the same pages, JSON.parse, then a generic per-value loop (Dates for date
+  // and datetime columns, a fresh object filled key by key). What the library's row output competes with.
+  async 'rows-naive'() {
+    const client = new DatasetClient({ baseUrl: url, apiKey: key });
+    const result = await client.query(dataset, {});
+    await client.close();
+    const columns = result.fields.map((f) => ({ id: f.id, type: f.type }));
+    const convert = (type, v) => {
+      if (v === null) return null;
+      if (type === 'date') return new Date(Date.UTC(+v.slice(0, 4), +v.slice(4, 6) - 1, +v.slice(6, 8)));
+      if (type === 'datetime') {
+        return new Date(
+          Date.UTC(
+            +v.slice(0, 4),
+            +v.slice(4, 6) - 1,
+            +v.slice(6, 8),
+            +v.slice(9, 11),
+            +v.slice(11, 13),
+            +v.slice(13, 15),
+          ),
+        );
+      }
+      return v;
+    };
+    let rows = 0;
+    await pages(result.id, result.total, pageSize, concurrency, TABLE, (b) => {
+      for (const r of JSON.parse(b.toString('utf8')).rows) {
+        const o = {};
+        for (let j = 0; j < columns.length; j++) o[columns[j].id] = convert(columns[j].type, r[j]);
+        rows++;
+      }
+    });
+    return rows;
   },
   async 'lib-table-csv'() {
     const client = new DatasetClient({ baseUrl: url, apiKey: key });
     const result = await client.query(dataset, {});
-    const table = await result.toTable({ pageSize, concurrency, format: 'csv' });
+    const table = await result.toTable({ ...lib, format: 'csv' });
     await client.close();
     return table.numRows;
   },
   async 'lib-table-xlsx'() {
     const client = new DatasetClient({ baseUrl: url, apiKey: key });
     const result = await client.query(dataset, {});
-    const table = await result.toTable({ pageSize, concurrency, format: 'xlsx' });
+    const table = await result.toTable({ ...lib, format: 'xlsx' });
     await client.close();
     return table.numRows;
   },
@@ -108,7 +179,7 @@ const scenarios = {
     const client = new DatasetClient({ baseUrl: url, apiKey: key });
     const result = await client.query(dataset, {});
     let rows = 0;
-    for await (const _ of result.stream({ output: 'rows', pageSize, concurrency })) rows++;
+    for await (const _ of result.stream({ ...lib, output: 'rows' })) rows++;
     await client.close();
     return rows;
   },
@@ -116,7 +187,7 @@ const scenarios = {
     const client = new DatasetClient({ baseUrl: url, apiKey: key });
     const path = join(tmpdir(), `dqs-bench-${process.pid}.arrow`);
     let rows = 0;
-    const stream = client.stream(dataset, {}, { pageSize, concurrency });
+    const stream = client.stream(dataset, {}, lib);
     stream.on('progress', (p) => {
       rows = p.rows;
     });
@@ -132,4 +203,4 @@ if (!run) throw new Error(`unknown scenario ${name}`);
 const t0 = performance.now();
 const rows = await run();
 const ms = performance.now() - t0;
-console.log(JSON.stringify({ name, rows, ms, maxRssMB: process.resourceUsage().maxRSS / 1024 }));
+console.log(JSON.stringify({ name, rows, ms, maxRssMB: process.resourceUsage().maxRSS / 1024, ...extra }));

@@ -591,6 +591,8 @@ export class FastTableDecoder {
       dicts.push(k === DICT ? new ByteDictionary() : EMPTY_DICT);
     }
     this.#building = { f64, i32, u8, valid };
+    const bodyView = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    const views = u8.map((a) => new DataView(a.buffer, a.byteOffset, a.byteLength));
     let r = 0;
     i = skipWs(b, i + 1);
     if (b[i] === 0x5d) {
@@ -628,13 +630,31 @@ export class FastTableDecoder {
               // takes, so the output never runs ahead of the input: while `i < stop` there is room for
               // the next byte (`stop` also ends at the body's end); an escape checks for its 4 bytes.
               let out = u8[j]!;
+              let outView = views[j]!;
               let o = strPos[j]!;
               i++;
               let stop = Math.min(n, i + (out.length - o));
               for (;;) {
+                // Four bytes at a time while none of them is a quote, a backslash or a control character
+                // (SWAR: a byte's high bit survives `(x - 0x01) & ~x` only when x was 0; false alarms
+                // merely fall through to the byte loop below).
+                while (i + 4 <= stop) {
+                  const v = bodyView.getInt32(i, true);
+                  const q = v ^ 0x22222222;
+                  const e = v ^ 0x5c5c5c5c;
+                  if (
+                    (((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e) | ((v - 0x20202020) & ~v)) &
+                    0x80808080
+                  )
+                    break;
+                  outView.setInt32(o, v, true);
+                  i += 4;
+                  o += 4;
+                }
                 if (i >= stop) {
                   if (i >= n) throw BAIL;
                   out = u8[j] = grow(out, o + 4096, o);
+                  outView = views[j] = new DataView(out.buffer, out.byteOffset, out.byteLength);
                   stop = Math.min(n, i + (out.length - o));
                 }
                 c = b[i]!;
@@ -642,6 +662,7 @@ export class FastTableDecoder {
                 if (c === BACKSLASH) {
                   if (o + 4 > out.length) {
                     out = u8[j] = grow(out, o + 4096, o);
+                    outView = views[j] = new DataView(out.buffer, out.byteOffset, out.byteLength);
                     stop = Math.min(n, i + (out.length - o));
                   }
                   const x = b[i + 1];
@@ -680,7 +701,10 @@ export class FastTableDecoder {
               } else {
                 let out = u8[j]!;
                 let o = strPos[j]!;
-                if (o + text.length * 3 > out.length) out = u8[j] = grow(out, o + text.length * 3, o);
+                if (o + text.length * 3 > out.length) {
+                  out = u8[j] = grow(out, o + text.length * 3, o);
+                  views[j] = new DataView(out.buffer, out.byteOffset, out.byteLength);
+                }
                 o += Buffer.from(out.buffer, out.byteOffset, out.byteLength).write(text, o);
                 strPos[j] = o;
                 offsets[r + 1] = o;
