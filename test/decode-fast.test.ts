@@ -9,7 +9,12 @@ import { pipeline } from 'node:stream/promises';
 import { Table, tableToIPC } from 'apache-arrow';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { planColumns, RecordBatchBuilder } from '../src/convert/index.js';
+import {
+  makeColumnRowFactory,
+  makeRowFactory,
+  planColumns,
+  RecordBatchBuilder,
+} from '../src/convert/index.js';
 import { DecodeError, InvalidValueError } from '../src/core/errors.js';
 import type { WireValue } from '../src/core/wire.js';
 import { parseTablePage } from '../src/decode/index.js';
@@ -53,6 +58,8 @@ interface Decoded {
   readonly ipc: Uint8Array;
   /** The envelope members the page fetcher checks (`count` against the rows, `total`, `start`). */
   readonly members: readonly number[];
+  /** Row objects (output: 'rows'), when a row decoder was asked. */
+  readonly objects?: unknown[] | undefined;
 }
 
 /** The reference: JSON.parse, then the builder over wire rows; or the error. */
@@ -61,7 +68,9 @@ function reference(text: string): Decoded | Error {
     const page = parseTablePage(text, where);
     const builder = new RecordBatchBuilder(plan);
     builder.appendRows(page.rows, 1, where);
-    return { ipc: ipc(builder), members: [page.count, page.total, page.start] };
+    const make = makeRowFactory(plan);
+    const objects = page.rows.map((r, i) => make(r, 1 + i, where));
+    return { ipc: ipc(builder), members: [page.count, page.total, page.start], objects };
   } catch (error) {
     if (error instanceof DecodeError || error instanceof InvalidValueError) return error;
     throw error;
@@ -88,6 +97,13 @@ function agree(bytes: Buffer): 'fast' | 'declined' {
   if (expected instanceof Error) {
     expect(got, `accepted a page the reference rejects: ${expected.message}`).toBeUndefined();
     return 'declined';
+  }
+  // Row output: a decoder that keeps JS strings exact, and row objects made from its columns.
+  const exact = new FastTableDecoder(plan, { strings: 'exact' }).decode(bytes, where);
+  if (exact !== undefined) {
+    const objects: unknown[] = [];
+    makeColumnRowFactory(plan)(exact, 0, exact.length, objects);
+    expect(objects).toEqual(expected.objects);
   }
   if (got === undefined) return 'declined';
   expect(Buffer.from(got.ipc).equals(Buffer.from(expected.ipc))).toBe(true);
@@ -268,6 +284,16 @@ describe('FastTableDecoder', () => {
       const [a, b] = [await ipcOf('fast'), await ipcOf('json')];
       expect(a.length).toBeGreaterThan(1000);
       expect(a.equals(b)).toBe(true);
+      // Row objects too.
+      const rowsOf = async (decoder: 'fast' | 'json') => {
+        const out: unknown[] = [];
+        for await (const r of client.stream(dataset, {}, { output: 'rows', pageSize: 700, decoder }))
+          out.push(r);
+        return out;
+      };
+      const [fastRows, jsonRows] = [await rowsOf('fast'), await rowsOf('json')];
+      expect(fastRows.length).toBe(4000);
+      expect(fastRows).toEqual(jsonRows);
       // And the fast path really decoded these pages (it did not decline them all).
       const result = await client.query(dataset, {});
       const body = await result.download({ start: 1, limit: 700 });

@@ -9,6 +9,11 @@ export type { DecodedColumn, DecodedColumns } from './column-data.js';
 export { COLUMN_KINDS, type ColumnKind, columnKind, isColumnKind } from './column-kind.js';
 export { type ColumnPlan, planColumns } from './plan.js';
 export { concatBatches, rebatch, rebatchAsync } from './rebatch.js';
-export { makeRowFactory, type RowFactory } from './row-factory.js';
+export {
+  type ColumnRowFactory,
+  makeColumnRowFactory,
+  makeRowFactory,
+  type RowFactory,
+} from './row-factory.js';
 export { arrowType, buildSchema } from './schema.js';
 export { EXPECTED, parseDecimal } from './values.js';

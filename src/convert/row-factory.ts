@@ -11,6 +11,7 @@
 
 import type { WireValue } from '../core/wire.js';
 import { type ConvertOptions, normalizeOnInvalid, type PageRange, rowShapeError } from './batch-builder.js';
+import type { DecodedColumn, DecodedColumns } from './column-data.js';
 import type { ColumnKind } from './column-kind.js';
 import type { ColumnPlan } from './plan.js';
 import { invalidValue, toBooleanBit, toDateDays, toNumber, toText, toTimestampMs } from './values.js';
@@ -92,4 +93,84 @@ function valueReader(kind: ColumnKind, column: string, invalidToNull: boolean): 
         return s === undefined ? bad(v, row, page) : s;
       };
   }
+}
+
+/** Appends the row objects of rows `[from, to)` of a decoded page to `out`. */
+export type ColumnRowFactory = (page: DecodedColumns, from: number, to: number, out: unknown[]) => void;
+
+/**
+ * Row objects straight from decoded columns (the table-JSON byte decoder's output): the same objects
+ * `makeRowFactory` makes from the wire rows of that page (same keys in the same order, same values), but
+ * numbers, dates and booleans come from typed arrays and dictionary strings are shared, not re-created.
+ * Generated per plan like `makeRowFactory`, one object literal per row.
+ */
+export function makeColumnRowFactory(plan: readonly ColumnPlan[]): ColumnRowFactory {
+  const expected: Record<ColumnKind, string> = {
+    number: 'number',
+    date: 'date',
+    datetime: 'datetime',
+    boolean: 'boolean',
+    string: 'utf8',
+  };
+  const setup: string[] = [];
+  const props = plan.map((c, j) => {
+    const key = JSON.stringify(c.id);
+    const name = c.id === '__proto__' ? `[${key}]` : key;
+    const kind = expected[c.kind];
+    setup.push(`const c${j} = page.columns[${j}];`);
+    // A dictionary column stands for a string column (ticker-format strings).
+    setup.push(
+      `if (c${j}.kind !== ${JSON.stringify(kind)}${c.kind === 'string' ? ` && c${j}.kind !== 'dictionary'` : ''}) throw new TypeError('column ${j}: ' + c${j}.kind);`,
+    );
+    switch (c.kind) {
+      case 'number':
+        setup.push(`const v${j} = c${j}.values, n${j} = c${j}.valid;`);
+        return `${name}: n${j}[i] === 1 ? v${j}[i] : null`;
+      case 'date':
+        setup.push(`const v${j} = c${j}.values, n${j} = c${j}.valid;`);
+        return `${name}: n${j}[i] === 1 ? new Date(v${j}[i] * ${MS_PER_DAY}) : null`;
+      case 'datetime':
+        setup.push(`const v${j} = c${j}.values, n${j} = c${j}.valid;`);
+        return `${name}: n${j}[i] === 1 ? new Date(v${j}[i]) : null`;
+      case 'boolean':
+        setup.push(`const v${j} = c${j}.values;`);
+        return `${name}: v${j}[i] === 2 ? null : v${j}[i] === 1`;
+      case 'string':
+        setup.push(`const s${j} = text(c${j});`);
+        return `${name}: s${j}(i)`;
+    }
+  });
+  const source = [
+    '"use strict";',
+    'return function rowsOf(page, from, to, out) {',
+    ...setup.map((line) => `  ${line}`),
+    '  for (let i = from; i < to; i++) {',
+    `    out.push({${props.join(', ')}});`,
+    '  }',
+    '};',
+  ].join('\n');
+  const build = new Function('text', source) as (text: typeof stringReader) => ColumnRowFactory;
+  return build(stringReader);
+}
+
+/** `(i) => string | null` over a decoded string or dictionary column. */
+function stringReader(column: DecodedColumn): (i: number) => string | null {
+  if (column.kind === 'dictionary') {
+    const { ids, entries } = column;
+    return (i) => {
+      const id = ids[i]!;
+      return id < 0 ? null : entries[id]!;
+    };
+  }
+  if (column.kind !== 'utf8') throw new TypeError(`not a string column: ${column.kind}`);
+  const { offsets, valid } = column;
+  // `utf8Slice` is what `toString('utf8', start, end)` calls after checking its arguments.
+  const bytes = Buffer.from(
+    column.bytes.buffer,
+    column.bytes.byteOffset,
+    column.bytes.byteLength,
+  ) as Buffer & {
+    utf8Slice(start: number, end: number): string;
+  };
+  return (i) => (valid[i] === 1 ? bytes.utf8Slice(offsets[i]!, offsets[i + 1]!) : null);
 }

@@ -432,6 +432,7 @@ class ByteDictionary {
 export class FastTableDecoder {
   readonly #kinds: Int8Array;
   readonly #ids: readonly string[];
+  readonly #exactStrings: boolean;
   #fields: Buffer | undefined;
   readonly #spare: ColumnBuffers[] = [];
   readonly #bodies: Buffer[] = [];
@@ -440,7 +441,13 @@ export class FastTableDecoder {
   /** Per column: string bytes per row seen on the last page (a sizing hint). */
   readonly #bytesPerRow: Float64Array;
 
-  constructor(plan: readonly ColumnPlan[]) {
+  /**
+   * @param options.strings `'utf8'` (Arrow output): a lone surrogate escape is stored as U+FFFD, as
+   * `Buffer#write` stores the JS string. `'exact'` (row objects, whose strings are JS strings): pages with
+   * one are declined, since U+FFFD would not give back the string `JSON.parse` makes.
+   */
+  constructor(plan: readonly ColumnPlan[], options: { readonly strings?: 'utf8' | 'exact' } = {}) {
+    this.#exactStrings = options.strings === 'exact';
     this.#kinds = Int8Array.from(plan, (c) => {
       switch (c.kind) {
         case 'number':
@@ -594,6 +601,7 @@ export class FastTableDecoder {
     const bodyView = new DataView(b.buffer, b.byteOffset, b.byteLength);
     const views = u8.map((a) => new DataView(a.buffer, a.byteOffset, a.byteLength));
     let r = 0;
+    loneSurrogate = false;
     i = skipWs(b, i + 1);
     if (b[i] === 0x5d) {
       rowsEnd = i + 1;
@@ -827,11 +835,13 @@ export class FastTableDecoder {
               else {
                 const e = stringEnd(b, i);
                 const scratch = new Uint8Array(e - s);
+                const before: boolean = loneSurrogate;
                 loneSurrogate = false;
                 const len = unescapeInto(b, s, e, scratch, 0);
                 // Two lone surrogates both encode as U+FFFD but are different strings, so different
                 // entries on the reference path: bytes cannot key them.
                 if (loneSurrogate) throw BAIL;
+                loneSurrogate = before;
                 i32[j]![r] = dict.id(scratch, 0, len);
                 i = e;
               }
@@ -870,6 +880,7 @@ export class FastTableDecoder {
       else throw BAIL;
     }
     rowsEnd = i + 1;
+    if (loneSurrogate && this.#exactStrings) throw BAIL;
     for (let j = 0; j < width; j++) if (kinds[j] === UTF8) this.#bytesPerRow[j] = strPos[j]! / r;
     return this.#columns(r, f64, i32, u8, valid, dicts);
   }

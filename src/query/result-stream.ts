@@ -11,6 +11,7 @@ import type { RecordBatch, Schema } from 'apache-arrow';
 import {
   buildSchema,
   type ColumnPlan,
+  makeColumnRowFactory,
   makeRowFactory,
   planColumns,
   RecordBatchBuilder,
@@ -220,10 +221,10 @@ export class ResultStream extends Readable {
     }
     const { format, mediaType } = chooseFormat(opts.format, source.formats);
     const pages = planPages(opts.startRow, source.total, opts.pageSize);
-    // Arrow output takes table JSON straight from bytes; row objects need JS values anyway.
+    // Table JSON straight from bytes into columns, for Arrow batches and row objects alike.
     const tableDecoder =
-      format === 'json' && opts.output === 'arrow' && opts.decoder === 'fast'
-        ? new FastTableDecoder(plan)
+      format === 'json' && opts.decoder === 'fast'
+        ? new FastTableDecoder(plan, { strings: opts.output === 'rows' ? 'exact' : 'utf8' })
         : undefined;
     const ctx = {
       client: source.client,
@@ -257,7 +258,9 @@ export class ResultStream extends Readable {
     let pageCount = 0;
     try {
       const convert =
-        opts.output === 'arrow' ? this.#arrowConverter(plan, tableDecoder) : this.#rowConverter(plan);
+        opts.output === 'arrow'
+          ? this.#arrowConverter(plan, tableDecoder)
+          : this.#rowConverter(plan, tableDecoder);
       if (pages.length === 0 && opts.output === 'arrow') {
         // An empty result still carries its schema, so writers and `toTable()` know the columns.
         yield [new RecordBatchBuilder(plan, { onInvalid: opts.onInvalid }).flush()];
@@ -319,17 +322,21 @@ export class ResultStream extends Readable {
     };
   }
 
-  #rowConverter(plan: ColumnPlan[]) {
+  #rowConverter(plan: ColumnPlan[], decoder: FastTableDecoder | undefined) {
     const make = makeRowFactory(plan, { onInvalid: this.#options.onInvalid });
+    const fromColumns = decoder ? makeColumnRowFactory(plan) : undefined;
     return {
       page(page: PageData): Chunk[] {
         const { range } = page;
-        const out: Chunk[] = new Array(page.rowCount);
-        let k = 0;
+        const out: Chunk[] = [];
         for (const part of page.parts) {
-          // Row output never asks for decoded columns (no table decoder): every part is wire rows.
-          if (!Array.isArray(part)) throw new DqsError('DQS_DECODE', 'decoded columns in row output');
-          for (let i = 0; i < part.length; i++, k++) out[k] = make(part[i]!, range.start + k, range);
+          if (Array.isArray(part)) {
+            const first = range.start + out.length;
+            for (let i = 0; i < part.length; i++) out.push(make(part[i]!, first + i, range));
+          } else {
+            fromColumns!(part, 0, part.length, out);
+            decoder?.recycle(part);
+          }
         }
         return out;
       },
