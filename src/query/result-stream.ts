@@ -11,6 +11,7 @@ import type { RecordBatch, Schema } from 'apache-arrow';
 import {
   buildSchema,
   type ColumnPlan,
+  type DecodedColumns,
   makeColumnRowFactory,
   makeRowFactory,
   planColumns,
@@ -62,6 +63,9 @@ export interface ResultStreamEvents {
 }
 
 type Chunk = RecordBatch | Record<string, unknown>;
+
+/** Row objects made at a time from decoded columns. */
+const ROW_SLICE = 1000;
 
 export class ResultStream extends Readable {
   readonly #resolve: (signal: AbortSignal) => Promise<ResultSource>;
@@ -270,7 +274,8 @@ export class ResultStream extends Readable {
         const next = await window.next();
         if (next.done) break;
         const page = next.value;
-        const out = convert.page(page);
+        // Converts the page, or at least checks it: an invalid value fails here, before any of its rows.
+        const pieces = convert.page(page);
         bytes += page.bytes;
         pageCount++;
         // Reported by `#deliver()` once the consumer has taken the page's last row.
@@ -279,11 +284,11 @@ export class ResultStream extends Readable {
           window.concurrency += 1;
           this.#calmPages = 0;
         }
+        for (const out of pieces) if (out.length) yield out;
         if (pageCount === pages.length) {
           const last = convert.finish();
-          if (last) out.push(last);
+          if (last) yield [last];
         }
-        if (out.length) yield out;
       }
     } finally {
       signal.removeEventListener('abort', onAbort);
@@ -295,7 +300,7 @@ export class ResultStream extends Readable {
     const builder = new RecordBatchBuilder(plan, { onInvalid: this.#options.onInvalid });
     const batchSize = this.#options.batchSize;
     return {
-      page(page: PageData): Chunk[] {
+      page(page: PageData): Iterable<Chunk[]> {
         const out: Chunk[] = [];
         const { range } = page;
         let first = range.start; // result position of the part's first row
@@ -314,7 +319,7 @@ export class ResultStream extends Readable {
           if (!Array.isArray(part)) decoder?.recycle(part);
           first += n;
         }
-        return out;
+        return [out];
       },
       finish(): RecordBatch | undefined {
         return builder.length > 0 ? builder.flush() : undefined;
@@ -326,19 +331,38 @@ export class ResultStream extends Readable {
     const make = makeRowFactory(plan, { onInvalid: this.#options.onInvalid });
     const fromColumns = decoder ? makeColumnRowFactory(plan) : undefined;
     return {
-      page(page: PageData): Chunk[] {
+      /**
+       * Wire rows are converted at once (an invalid value fails the page before any of its rows is
+       * emitted). Decoded columns cannot fail: their objects are made a slice at a time as the consumer
+       * reads, so a page's worth of objects is never alive at once (they would outlive the young
+       * generation and make the GC copy them).
+       */
+      page(page: PageData): Iterable<Chunk[]> {
         const { range } = page;
-        const out: Chunk[] = [];
+        const jobs: (Chunk[] | DecodedColumns)[] = [];
+        let first = range.start;
         for (const part of page.parts) {
           if (Array.isArray(part)) {
-            const first = range.start + out.length;
-            for (let i = 0; i < part.length; i++) out.push(make(part[i]!, first + i, range));
-          } else {
-            fromColumns!(part, 0, part.length, out);
-            decoder?.recycle(part);
-          }
+            const out: Chunk[] = new Array(part.length);
+            for (let i = 0; i < part.length; i++) out[i] = make(part[i]!, first + i, range);
+            jobs.push(out);
+          } else jobs.push(part);
+          first += partLength(part);
         }
-        return out;
+        return (function* () {
+          for (const job of jobs) {
+            if (Array.isArray(job)) {
+              yield job;
+              continue;
+            }
+            for (let from = 0; from < job.length; from += ROW_SLICE) {
+              const out: Chunk[] = [];
+              fromColumns!(job, from, Math.min(job.length, from + ROW_SLICE), out);
+              yield out;
+            }
+            decoder?.recycle(job);
+          }
+        })();
       },
       finish(): undefined {
         return undefined;
