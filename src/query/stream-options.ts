@@ -15,7 +15,11 @@ export interface StreamOptions {
   readonly format?: 'auto' | DecodableFormat;
   /** Rows per page request (minimum 1). Small pages (5-10k) beat big ones: see the README. @default 10_000 */
   readonly pageSize?: number;
-  /** Page requests at once (minimum 1). @default 4 */
+  /**
+   * Page requests at once (minimum 1). 2 was fastest in `npm run bench` (loopback, 2 cores: decoding, not
+   * the network, is the limit there); more helps against a distant service, at ~one page of memory each.
+   * @default 2
+   */
   readonly concurrency?: number;
   /** Pages started but not yet emitted, at most (>= concurrency). @default 2 * concurrency */
   readonly window?: number;
@@ -59,7 +63,7 @@ export interface NormalizedStreamOptions {
 }
 
 export const DEFAULT_PAGE_SIZE = 10_000;
-export const DEFAULT_CONCURRENCY = 4;
+export const DEFAULT_CONCURRENCY = 2;
 
 function int(value: unknown, name: string, min: number, fallback: number): number {
   if (value === undefined) return fallback;

@@ -56,7 +56,7 @@ export const exportCommand: Command = {
     'page-concurrency': {
       type: 'string',
       arg: 'N',
-      help: 'Page requests at once per query, 1 to 64 (default 4). At most N x --concurrency in flight.',
+      help: 'Page requests at once per query, 1 to 64 (default 2). At most N x --concurrency in flight.',
     },
     'page-size': { type: 'string', arg: 'N', help: 'Rows per page request (default 10000).' },
     format: {
