@@ -38,12 +38,11 @@ import { dirname, join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { RecordBatch } from 'apache-arrow';
-import { ParquetFile } from 'parquet-wasm';
 import type { DatasetClient } from '../client.js';
 import { abortReason } from '../core/abortable.js';
 import { InvalidArgumentError, safeRepr } from '../core/errors.js';
 import type { QueryBody } from '../core/wire.js';
-import { type ParquetOptions, toParquet } from '../output/parquet.js';
+import { loadParquetWasm, type ParquetOptions, toParquet } from '../output/parquet.js';
 import { normalizeStreamOptions, type StreamOptions } from '../query/stream-options.js';
 import { checkDatasetId, checkTicker } from '../transport/validate.js';
 
@@ -370,6 +369,7 @@ async function removeStaleTemps(dir: string): Promise<void> {
 
 /** The row count in a Parquet file's footer; reads the footer only, not the data. */
 async function footerRows(path: string): Promise<number> {
+  const { ParquetFile } = await loadParquetWasm();
   const file = await ParquetFile.fromFile(await openAsBlob(path));
   try {
     const metadata = file.metadata();

@@ -16,13 +16,7 @@
  */
 import { Duplex } from 'node:stream';
 import { type RecordBatch, Table, tableToIPC } from 'apache-arrow';
-import {
-  Compression,
-  transformParquetStream,
-  type RecordBatch as WasmRecordBatch,
-  Table as WasmTable,
-  WriterPropertiesBuilder,
-} from 'parquet-wasm';
+import type { RecordBatch as WasmRecordBatch } from 'parquet-wasm';
 import { InvalidArgumentError, safeRepr } from '../core/errors.js';
 import { VERSION } from '../core/version.js';
 
@@ -39,15 +33,26 @@ export interface ParquetOptions {
   readonly rowGroupSize?: number;
 }
 
-const CODECS: Readonly<Record<ParquetCompression, Compression>> = {
-  zstd: Compression.ZSTD,
-  snappy: Compression.SNAPPY,
-  gzip: Compression.GZIP,
-  none: Compression.UNCOMPRESSED,
-};
+/**
+ * parquet-wasm (~15 MB of WebAssembly) is loaded when the first Parquet file is written, not when the
+ * package is imported: most importers never write Parquet, and every one of them paid for it in RSS.
+ */
+type ParquetWasm = typeof import('parquet-wasm');
+let parquetWasm: Promise<ParquetWasm> | undefined;
+export function loadParquetWasm(): Promise<ParquetWasm> {
+  parquetWasm ??= import('parquet-wasm');
+  return parquetWasm;
+}
+
+const CODECS = {
+  zstd: 'ZSTD',
+  snappy: 'SNAPPY',
+  gzip: 'GZIP',
+  none: 'UNCOMPRESSED',
+} as const satisfies Readonly<Record<ParquetCompression, string>>;
 
 interface NormalizedParquetOptions {
-  readonly compression: Compression;
+  readonly compression: (typeof CODECS)[ParquetCompression];
   readonly rowGroupSize: number;
 }
 
@@ -70,8 +75,8 @@ function normalizeParquetOptions(options: ParquetOptions): NormalizedParquetOpti
 }
 
 /** The batch as WebAssembly-side batches (one, or none for a 0-row batch). */
-function toWasm(batch: RecordBatch): WasmRecordBatch[] {
-  const table = WasmTable.fromIPCStream(tableToIPC(new Table(batch.schema, [batch]), 'stream'));
+function toWasm(pq: ParquetWasm, batch: RecordBatch): WasmRecordBatch[] {
+  const table = pq.Table.fromIPCStream(tableToIPC(new Table(batch.schema, [batch]), 'stream'));
   try {
     return table.recordBatches();
   } finally {
@@ -87,6 +92,7 @@ function asError(err: unknown): Error {
 export function toParquet(options: ParquetOptions = {}): Duplex {
   const { compression, rowGroupSize } = normalizeParquetOptions(options);
   return Duplex.from(async function* (source: AsyncIterable<RecordBatch>) {
+    const pq = await loadParquetWasm();
     const batches = source[Symbol.asyncIterator]();
     // The writer takes its schema from the first batch, so there must be one, even with no rows.
     const head = await batches.next();
@@ -106,12 +112,12 @@ export function toParquet(options: ParquetOptions = {}): Duplex {
             const batch = pending ?? (await nextOrUndefined(batches));
             pending = undefined;
             if (batch === undefined) {
-              if (sent === 0) controller.enqueue(emptyBatch(first));
+              if (sent === 0) controller.enqueue(emptyBatch(pq, first));
               controller.close();
               return;
             }
             if (batch.numRows === 0) continue;
-            const wasm = toWasm(batch);
+            const wasm = toWasm(pq, batch);
             for (const b of wasm) controller.enqueue(b);
             sent += wasm.length;
             if (wasm.length > 0) return;
@@ -124,13 +130,13 @@ export function toParquet(options: ParquetOptions = {}): Duplex {
       // Pull a batch only when the writer asks for one: nothing queues up on this side.
       { highWaterMark: 0 },
     );
-    const properties = new WriterPropertiesBuilder()
-      .setCompression(compression)
+    const properties = new pq.WriterPropertiesBuilder()
+      .setCompression(pq.Compression[compression])
       .setMaxRowGroupSize(rowGroupSize)
       .setCreatedBy(`dqs-client ${VERSION} (parquet-wasm)`)
       .build();
     try {
-      const output: ReadableStream<Uint8Array> = await transformParquetStream(input, properties);
+      const output: ReadableStream<Uint8Array> = await pq.transformParquetStream(input, properties);
       for await (const chunk of output) yield chunk;
     } catch (err) {
       throw asError(err);
@@ -144,8 +150,8 @@ async function nextOrUndefined<T>(it: AsyncIterator<T>): Promise<T | undefined> 
 }
 
 /** A 0-row WebAssembly batch with `batch`'s schema, for results with no rows. */
-function emptyBatch(batch: RecordBatch): WasmRecordBatch {
-  const table = WasmTable.fromIPCStream(tableToIPC(new Table(batch.schema, [batch.slice(0, 0)]), 'stream'));
+function emptyBatch(pq: ParquetWasm, batch: RecordBatch): WasmRecordBatch {
+  const table = pq.Table.fromIPCStream(tableToIPC(new Table(batch.schema, [batch.slice(0, 0)]), 'stream'));
   try {
     const [b] = table.recordBatches();
     if (!b) throw new Error('Parquet writer: could not make an empty batch for the schema');
