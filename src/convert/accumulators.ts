@@ -184,15 +184,48 @@ abstract class Column implements ColumnAccumulator {
   }
 }
 
-class Float64Column extends Column {
-  #values = new Float64Array(INITIAL_CAPACITY);
+/**
+ * Columns whose decoded form is already their Arrow buffer (Float64, DateDay): appending decoded rows is
+ * one typed-array copy, and flushing hands the trimmed buffer to Arrow. Each subclass keeps its own
+ * `appendColumn` loop, monomorphic on the hot path.
+ */
+abstract class FixedWidthColumn<A extends Float64Array | Int32Array> extends Column {
+  protected abstract readonly kind: 'number' | 'date';
+  protected abstract values: A;
+
+  appendDecoded(column: DecodedColumn, from: number, to: number): void {
+    if (column.kind !== this.kind) throw new TypeError(`a ${column.kind} column in a ${this.kind} column`);
+    const end = this.len + (to - from);
+    if (end > this.values.length) this.values = grow(this.values, end);
+    this.values.set(column.values.subarray(from, to) as A, this.len);
+    this.appendValidity(column.valid, from, to);
+    this.len = end;
+  }
+
+  flush(): Data {
+    const { nullCount, nullBitmap } = this.takeValidity();
+    const data = makeData({
+      type: this.type as Float64 | DateDay,
+      length: this.len,
+      nullCount,
+      nullBitmap,
+      data: this.values.slice(0, this.len),
+    } as Parameters<typeof makeData>[0]);
+    this.reset();
+    return data;
+  }
+}
+
+class Float64Column extends FixedWidthColumn<Float64Array> {
+  protected readonly kind = 'number';
+  protected values = new Float64Array(INITIAL_CAPACITY);
 
   appendColumn(rows: WireRows, col: number, invalidToNull: boolean): number {
     const n = rows.length;
     const end = this.len + n;
-    if (end > this.#values.length) this.#values = grow(this.#values, end);
+    if (end > this.values.length) this.values = grow(this.values, end);
     this.validity.reserve(end);
-    const values = this.#values;
+    const values = this.values;
     const valid = this.validity.bytes;
     let len = this.len;
     let nulls = 0;
@@ -219,40 +252,19 @@ class Float64Column extends Column {
     this.nulls += nulls;
     return -1;
   }
-
-  appendDecoded(column: DecodedColumn, from: number, to: number): void {
-    if (column.kind !== 'number') throw new TypeError(`a ${column.kind} column in a number column`);
-    const end = this.len + (to - from);
-    if (end > this.#values.length) this.#values = grow(this.#values, end);
-    this.#values.set(column.values.subarray(from, to), this.len);
-    this.appendValidity(column.valid, from, to);
-    this.len = end;
-  }
-
-  flush(): Data {
-    const { nullCount, nullBitmap } = this.takeValidity();
-    const data = makeData({
-      type: this.type as Float64,
-      length: this.len,
-      nullCount,
-      nullBitmap,
-      data: this.#values.slice(0, this.len),
-    });
-    this.reset();
-    return data;
-  }
 }
 
 /** DateDay: Int32 days since the epoch. */
-class DateDayColumn extends Column {
-  #values = new Int32Array(INITIAL_CAPACITY);
+class DateDayColumn extends FixedWidthColumn<Int32Array> {
+  protected readonly kind = 'date';
+  protected values = new Int32Array(INITIAL_CAPACITY);
 
   appendColumn(rows: WireRows, col: number, invalidToNull: boolean): number {
     const n = rows.length;
     const end = this.len + n;
-    if (end > this.#values.length) this.#values = grow(this.#values, end);
+    if (end > this.values.length) this.values = grow(this.values, end);
     this.validity.reserve(end);
-    const values = this.#values;
+    const values = this.values;
     const valid = this.validity.bytes;
     let len = this.len;
     let nulls = 0;
@@ -275,28 +287,6 @@ class DateDayColumn extends Column {
     this.len = len;
     this.nulls += nulls;
     return -1;
-  }
-
-  appendDecoded(column: DecodedColumn, from: number, to: number): void {
-    if (column.kind !== 'date') throw new TypeError(`a ${column.kind} column in a date column`);
-    const end = this.len + (to - from);
-    if (end > this.#values.length) this.#values = grow(this.#values, end);
-    this.#values.set(column.values.subarray(from, to), this.len);
-    this.appendValidity(column.valid, from, to);
-    this.len = end;
-  }
-
-  flush(): Data {
-    const { nullCount, nullBitmap } = this.takeValidity();
-    const data = makeData({
-      type: this.type as DateDay,
-      length: this.len,
-      nullCount,
-      nullBitmap,
-      data: this.#values.slice(0, this.len),
-    });
-    this.reset();
-    return data;
   }
 }
 
