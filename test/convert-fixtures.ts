@@ -19,6 +19,18 @@ export function field(id: string, type = 'string', format: string | null = null)
   };
 }
 
+/** One column of every kind (a ticker dictionary, a date, a datetime, a number, a boolean, a string). */
+export function mixedFields(): FieldDescriptor[] {
+  return [
+    field('ticker', 'string', 'ticker'),
+    field('posted', 'date'),
+    field('seen', 'datetime'),
+    field('n', 'number'),
+    field('ok', 'boolean'),
+    field('text', 'string'),
+  ];
+}
+
 /** The emulator's CSV: RFC 4180, CRLF, `""` for the empty string, nothing for null, `String(n)`. */
 export function writeCsv(ids: readonly string[], rows: readonly (readonly WireValue[])[]): string {
   const cell = (v: WireValue): string => {

@@ -9,6 +9,7 @@ import {
   chunked,
   collect,
   field,
+  mixedFields,
   trickyText,
   wireDate,
   wireTimestamp,
@@ -16,14 +17,7 @@ import {
 } from './convert-fixtures.js';
 
 const where = { start: 1001, limit: 500 };
-const fields = [
-  field('ticker', 'string', 'ticker'),
-  field('posted', 'date'),
-  field('seen', 'datetime'),
-  field('n', 'number'),
-  field('ok', 'boolean'),
-  field('text', 'string'),
-];
+const fields = mixedFields();
 const plan = planColumns(fields);
 const ids = fields.map((f) => f.id);
 const rows: WireValue[][] = [

@@ -6,17 +6,10 @@ import { planColumns } from '../src/convert/index.js';
 import { DecodeError } from '../src/core/errors.js';
 import type { WireValue } from '../src/core/wire.js';
 import { decodeXlsx } from '../src/decode/index.js';
-import { caught, chunked, collect, field, wireDate, writeXlsx } from './convert-fixtures.js';
+import { caught, chunked, collect, field, mixedFields, wireDate, writeXlsx } from './convert-fixtures.js';
 
 const where = { start: 501, limit: 100 };
-const fields = [
-  field('ticker', 'string', 'ticker'),
-  field('posted', 'date'),
-  field('seen', 'datetime'),
-  field('n', 'number'),
-  field('ok', 'boolean'),
-  field('text', 'string'),
-];
+const fields = mixedFields();
 const plan = planColumns(fields);
 const ids = fields.map((f) => f.id);
 const rows: WireValue[][] = [
