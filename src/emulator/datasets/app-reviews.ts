@@ -8,6 +8,7 @@ import {
   field,
   MS_PER_DAY,
   type RowContext,
+  tickerField,
   timestampText,
 } from './dataset.js';
 
@@ -85,7 +86,7 @@ export const appReviews: DatasetDefinition = {
   lastDateUpdated: '2025-01-01T01:45:00Z',
   // biome-ignore format: one descriptor per line
   fields: [
-    field('ticker', 'Ticker', 'string', 'Company ticker, <market>:<identifier>.', { format: 'ticker', length: 64 }),
+    tickerField(),
     field('app_id', 'App ID', 'string', 'Store identifier of the app.', { length: 128 }),
     field('review_id', 'Review ID', 'string', 'Store identifier of the review.', { length: 64 }),
     field('rating', 'Rating', 'number', 'Stars given, 1 to 5.', { metric: true }),

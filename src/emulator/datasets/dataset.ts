@@ -66,6 +66,14 @@ export function field(
   };
 }
 
+/** The first column of every dataset: the company's ticker, with the `ticker` format. */
+export function tickerField(): FieldDescriptor {
+  return field('ticker', 'Ticker', 'string', 'Company ticker, <market>:<identifier>.', {
+    format: 'ticker',
+    length: 64,
+  });
+}
+
 export const MS_PER_DAY = 86_400_000;
 
 /** Last day of synthetic data, 2024-12-31 (a leap year, so 20240229 shows up). */

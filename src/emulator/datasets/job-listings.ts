@@ -9,6 +9,7 @@ import {
   field,
   MS_PER_DAY,
   type RowContext,
+  tickerField,
   timestampText,
 } from './dataset.js';
 
@@ -61,7 +62,7 @@ export const jobListings: DatasetDefinition = {
   lastDateUpdated: '2025-01-01T06:00:00Z',
   // biome-ignore format: one descriptor per line
   fields: [
-    field('ticker', 'Ticker', 'string', 'Company ticker, <market>:<identifier>.', { format: 'ticker', length: 64 }),
+    tickerField(),
     field('entity_id', 'Entity', 'string', 'Brand or subsidiary that posted the job, <entity>@<ticker>.', { length: 128 }),
     field('title', 'Title', 'string', 'Job title as posted.', { length: 512 }),
     field('category', 'Category', 'string', 'Job function, normalised.', { length: 64 }),

@@ -9,6 +9,7 @@ import {
   MS_PER_DAY,
   type RowContext,
   roundTo,
+  tickerField,
   timestampText,
 } from './dataset.js';
 
@@ -55,7 +56,7 @@ export const storeLocations: DatasetDefinition = {
   lastDateUpdated: '2024-12-31T22:15:00Z',
   // biome-ignore format: one descriptor per line
   fields: [
-    field('ticker', 'Ticker', 'string', 'Company ticker, <market>:<identifier>.', { format: 'ticker', length: 64 }),
+    tickerField(),
     field('store_id', 'Store ID', 'string', "The company's own identifier of the location.", { length: 64 }),
     field('name', 'Name', 'string', 'Name of the location as shown to customers.'),
     field('address', 'Address', 'string', 'Street address; may span lines.', { length: 512 }),

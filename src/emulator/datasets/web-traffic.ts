@@ -8,6 +8,7 @@ import {
   field,
   type RowContext,
   roundTo,
+  tickerField,
 } from './dataset.js';
 
 const TWO_POW_32 = 4_294_967_296;
@@ -22,7 +23,7 @@ export const webTraffic: DatasetDefinition = {
   lastDateUpdated: '2025-01-01T03:30:00Z',
   // biome-ignore format: one descriptor per line
   fields: [
-    field('ticker', 'Ticker', 'string', 'Company ticker, <market>:<identifier>.', { format: 'ticker', length: 64 }),
+    tickerField(),
     field('domain', 'Domain', 'string', 'Web domain measured.', { length: 253 }),
     field('date', 'Date', 'date', 'Day measured (UTC).'),
     field('visits', 'Visits', 'number', 'Visits that day.', { metric: true }),
