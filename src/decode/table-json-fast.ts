@@ -644,18 +644,24 @@ export class FastTableDecoder {
               let stop = Math.min(n, i + (out.length - o));
               for (;;) {
                 // Four bytes at a time while none of them is a quote, a backslash or a control character
-                // (SWAR: a byte's high bit survives `(x - 0x01) & ~x` only when x was 0; false alarms
-                // merely fall through to the byte loop below).
+                // (SWAR: a byte's high bit survives `(x - 0x01) & ~x` only when x was 0). The lowest
+                // flagged byte is always a real one (false alarms only sit above it, from the borrow), so
+                // the bytes before it are kept and the byte path below starts right at it.
                 while (i + 4 <= stop) {
                   const v = bodyView.getInt32(i, true);
                   const q = v ^ 0x22222222;
                   const e = v ^ 0x5c5c5c5c;
-                  if (
+                  const special =
                     (((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e) | ((v - 0x20202020) & ~v)) &
-                    0x80808080
-                  )
-                    break;
+                    0x80808080;
+                  // All four are written (`stop` leaves room); only those before a special byte count.
                   outView.setInt32(o, v, true);
+                  if (special !== 0) {
+                    const k = (31 - Math.clz32(special & -special)) >> 3;
+                    i += k;
+                    o += k;
+                    break;
+                  }
                   i += 4;
                   o += 4;
                 }
