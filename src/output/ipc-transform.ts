@@ -29,9 +29,9 @@ class CollectingSink extends AsyncByteQueue {
     } else if (value.byteLength > 0) this.#chunks.push(new Uint8Array(value));
   }
 
-  take(): Buffer | undefined {
-    if (this.#chunks.length === 0) return undefined;
-    const out = Buffer.concat(this.#chunks);
+  /** The chunks written since the last call: views of the batch's own buffers, not copies. */
+  take(): Uint8Array[] {
+    const out = this.#chunks;
     this.#chunks = [];
     return out;
   }
@@ -44,10 +44,14 @@ export function arrowIpcTransform(format: 'file' | 'stream'): Transform {
   return new Transform({
     writableObjectMode: true,
     readableObjectMode: false,
+    writableHighWaterMark: 1,
     transform(batch: RecordBatch, _encoding, callback) {
       try {
         writer.write(batch);
-        callback(null, sink.take());
+        // Pushed as they are (headers, then the batch's buffers): one concatenated copy per batch cost
+        // a batch's size in garbage and time; the file stream writes them together (writev).
+        for (const chunk of sink.take()) this.push(chunk);
+        callback();
       } catch (err) {
         callback(err as Error);
       }
@@ -56,7 +60,8 @@ export function arrowIpcTransform(format: 'file' | 'stream'): Transform {
       try {
         // Writes the end-of-stream marker, or the file footer with every batch's offset.
         writer.close();
-        callback(null, sink.take());
+        for (const chunk of sink.take()) this.push(chunk);
+        callback();
       } catch (err) {
         callback(err as Error);
       }
