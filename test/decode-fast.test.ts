@@ -108,7 +108,32 @@ function agree(bytes: Buffer): 'fast' | 'declined' {
   if (got === undefined) return 'declined';
   expect(Buffer.from(got.ipc).equals(Buffer.from(expected.ipc))).toBe(true);
   expect(got.members).toEqual(expected.members);
+  // The page as a batch of its own with its buffers adopted (what the stream does with a page that is
+  // exactly one batch): into buffers sized to the page, and into bigger recycled ones (views or copies).
+  const sized = { start: 1, limit: Math.max(1, got.members[0]!) };
+  for (const decoder of [new FastTableDecoder(plan), decoderWithSpareBuffers()]) {
+    const page = decoder.decode(bytes, sized)!;
+    const batch = new RecordBatchBuilder(plan).adoptDecoded(page);
+    expect(Buffer.from(tableToIPC(new Table([batch]), 'stream')).equals(Buffer.from(expected.ipc))).toBe(
+      true,
+    );
+  }
   return 'fast';
+}
+
+/** A decoder whose spare buffers come from a bigger page, with longer strings. */
+function decoderWithSpareBuffers(): FastTableDecoder {
+  const decoder = new FastTableDecoder(plan);
+  const big = Array.from({ length: 300 }, (_, i) => [
+    'nasdaq:aapl',
+    '20240101',
+    '20240101T000000Z',
+    i,
+    true,
+    'x'.repeat(200),
+  ]);
+  decoder.recycle(decoder.decode(Buffer.from(JSON.stringify(envelope(big))), { start: 1, limit: 300 })!);
+  return decoder;
 }
 
 /** A JSON string literal with some characters escaped as \uXXXX (what other serializers do). */

@@ -43,6 +43,12 @@ export interface ColumnAccumulator {
    * checked when decoded, so this cannot fail; the column must be of this accumulator's kind.
    */
   appendDecoded(column: DecodedColumn, from: number, to: number): void;
+  /**
+   * All `length` rows of a decoded column as this batch's Arrow data, taking the column's buffers over
+   * where they already have Arrow's layout instead of copying them (the caller must not reuse the
+   * column afterwards). Only on an empty accumulator; equivalent to `appendDecoded` + `flush`.
+   */
+  adoptDecoded(column: DecodedColumn, length: number): Data;
   /** Remembers the current state, so `rollback()` can undo a partial append. */
   mark(): void;
   rollback(): void;
@@ -96,6 +102,34 @@ function grow<T extends TypedArray>(array: T, needed: number): T {
   return next;
 }
 
+/**
+ * A decoded buffer cut to `length` elements for a batch: as a view when little of it would go unused
+ * (a batch pins its whole ArrayBuffer), else as a trimmed copy.
+ */
+function adopted<T extends TypedArray>(array: T, length: number): T {
+  if (array.length === length) return array;
+  return array.length - length <= length >> 3
+    ? (array.subarray(0, length) as T)
+    : (array.slice(0, length) as T);
+}
+
+/** A validity bitmap from one flag byte per row (1 = valid), or none when every row is valid. */
+function bitmapOf(
+  flags: Uint8Array,
+  length: number,
+): { nullCount: number; nullBitmap: Uint8Array | undefined } {
+  const bitmap = new Uint8Array((length + 7) >> 3);
+  let valid = 0;
+  for (let i = 0; i < length; i++) {
+    if (flags[i] === 1) {
+      bitmap[i >> 3]! |= 1 << (i & 7);
+      valid++;
+    }
+  }
+  const nullCount = length - valid;
+  return { nullCount, nullBitmap: nullCount > 0 ? bitmap : undefined };
+}
+
 /** A bit per row (validity, or Bool values). Bits past the used length are kept zero. */
 class Bits {
   bytes = new Uint8Array(INITIAL_CAPACITY >> 3);
@@ -137,6 +171,21 @@ abstract class Column implements ColumnAccumulator {
   abstract appendColumn(rows: WireRows, col: number, invalidToNull: boolean): number;
   abstract appendDecoded(column: DecodedColumn, from: number, to: number): void;
   abstract flush(): Data;
+
+  /** Columns whose decoded form is not Arrow's layout (booleans, timestamps, dictionaries) convert. */
+  adoptDecoded(column: DecodedColumn, length: number): Data {
+    this.#checkEmpty();
+    this.appendDecoded(column, 0, length);
+    return this.flush();
+  }
+
+  protected checkAdoptable(): void {
+    this.#checkEmpty();
+  }
+
+  #checkEmpty(): void {
+    if (this.len !== 0) throw new DecodeError('Decoded columns can only be adopted by an empty builder');
+  }
 
   /** Copies validity flags (one byte per row, 1 = valid) of rows `[from, to)` into the bitmap. */
   protected appendValidity(flags: Uint8Array, from: number, to: number): void {
@@ -200,6 +249,18 @@ abstract class FixedWidthColumn<A extends Float64Array | Int32Array> extends Col
     this.values.set(column.values.subarray(from, to) as A, this.len);
     this.appendValidity(column.valid, from, to);
     this.len = end;
+  }
+
+  /** The decoded values are already Arrow's (Float64 / Int32 days, zeros under nulls): taken over. */
+  override adoptDecoded(column: DecodedColumn, length: number): Data {
+    if (column.kind !== this.kind) throw new TypeError(`a ${column.kind} column in a ${this.kind} column`);
+    this.checkAdoptable();
+    return makeData({
+      type: this.type as Float64 | DateDay,
+      length,
+      ...bitmapOf(column.valid, length),
+      data: adopted(column.values, length),
+    } as Parameters<typeof makeData>[0]);
   }
 
   flush(): Data {
@@ -585,6 +646,22 @@ class Utf8Column extends Column {
     text.pos = base + size;
     this.appendValidity(column.valid, from, to);
     this.len = len;
+  }
+
+  /** The decoded offsets and bytes are already Arrow's: taken over (the bytes trimmed if mostly unused). */
+  override adoptDecoded(column: DecodedColumn, length: number): Data {
+    if (column.kind !== 'utf8') throw new TypeError(`a ${column.kind} column in a string column`);
+    this.checkAdoptable();
+    const { offsets, bytes, valid } = column;
+    // The decoder starts every page at offset 0; anything else goes the copying way.
+    if (offsets[0] !== 0) return super.adoptDecoded(column, length);
+    return makeData({
+      type: this.type as Utf8,
+      length,
+      ...bitmapOf(valid, length),
+      valueOffsets: adopted(offsets, length + 1),
+      data: adopted(bytes, offsets[length]!),
+    });
   }
 
   /** The exact fallback: one write per string. */

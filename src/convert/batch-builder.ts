@@ -121,6 +121,23 @@ export class RecordBatchBuilder {
     this.#length += to - from;
   }
 
+  /**
+   * A batch of exactly the rows of a decoded page, built around the page's own buffers where they
+   * already have Arrow's layout (numbers, dates, strings), so they are not copied twice more (into
+   * the builder, then out of it). The builder must be empty (`length === 0`), and the page is the
+   * batch's from then on: the decoder must not reuse it. Same batch as `appendDecoded` + `flush`.
+   */
+  adoptDecoded(page: DecodedColumns): RecordBatch {
+    const columns = this.#columns;
+    if (page.columns.length !== columns.length || this.#length !== 0) {
+      throw new DecodeError('Decoded columns do not match the plan, or the builder is not empty');
+    }
+    const length = page.length;
+    const children = columns.map((c, j) => c.adoptDecoded(page.columns[j]!, length));
+    const data = makeData({ type: this.#struct, length, nullCount: 0, children });
+    return new RecordBatch(this.schema, data);
+  }
+
   /** A batch of everything appended since the last flush (possibly 0 rows, with the schema); resets. */
   flush(): RecordBatch {
     const children = this.#columns.map((c) => c.flush());

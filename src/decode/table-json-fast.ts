@@ -360,6 +360,16 @@ function grow<T extends Uint8Array | Int32Array | Float64Array>(a: T, need: numb
   return next;
 }
 
+/**
+ * A string column's bytes, grown by a quarter rather than doubled: a page's estimate is usually close, and
+ * doubling would leave the batch that adopts the page half empty (so it would be copied to trim it).
+ */
+function growText(a: Uint8Array, need: number, used: number): Uint8Array {
+  const next = new Uint8Array(Math.max(need, Math.ceil(a.length * 1.25)));
+  next.set(a.subarray(0, used));
+  return next;
+}
+
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 
@@ -591,7 +601,11 @@ export class FastTableDecoder {
         k === BOOLEAN
           ? reuse(spare?.u8[j], cap, Uint8Array)
           : k === UTF8
-            ? reuse(spare?.u8[j], Math.max(1024, Math.ceil(this.#bytesPerRow[j]! * cap * 1.25)), Uint8Array)
+            ? reuse(
+                spare?.u8[j],
+                Math.max(1024, Math.ceil(this.#bytesPerRow[j]! * cap * STRING_HEADROOM)),
+                Uint8Array,
+              )
             : EMPTY_U8,
       );
       valid.push(k === BOOLEAN || k === DICT ? EMPTY_U8 : reuse(spare?.valid[j], cap, Uint8Array));
@@ -667,7 +681,7 @@ export class FastTableDecoder {
                 }
                 if (i >= stop) {
                   if (i >= n) throw BAIL;
-                  out = u8[j] = grow(out, o + 4096, o);
+                  out = u8[j] = growText(out, o + 4096, o);
                   outView = views[j] = new DataView(out.buffer, out.byteOffset, out.byteLength);
                   stop = Math.min(n, i + (out.length - o));
                 }
@@ -675,7 +689,7 @@ export class FastTableDecoder {
                 if (c === QUOTE) break;
                 if (c === BACKSLASH) {
                   if (o + 4 > out.length) {
-                    out = u8[j] = grow(out, o + 4096, o);
+                    out = u8[j] = growText(out, o + 4096, o);
                     outView = views[j] = new DataView(out.buffer, out.byteOffset, out.byteLength);
                     stop = Math.min(n, i + (out.length - o));
                   }
@@ -960,6 +974,12 @@ export class FastTableDecoder {
     return { length, columns };
   }
 }
+
+/**
+ * String bytes reserved per page, over the last page's bytes per row: pages of one result are alike, and
+ * a page that becomes a batch as it is keeps this slack (more than 1/8 unused and the batch copies).
+ */
+const STRING_HEADROOM = 1.0625;
 
 /** Spare page buffers kept per decoder (pages in the window are decoded into fresh ones beyond this). */
 const MAX_SPARE = 4;

@@ -306,6 +306,12 @@ export class ResultStream extends Readable {
         let first = range.start; // result position of the part's first row
         for (const part of page.parts) {
           const n = partLength(part);
+          // The common case (a decoded page that is exactly one batch): its buffers become the batch's.
+          if (!Array.isArray(part) && builder.length === 0 && n === batchSize) {
+            out.push(builder.adoptDecoded(part));
+            first += n;
+            continue;
+          }
           let i = 0;
           while (i < n) {
             const take = Math.min(batchSize - builder.length, n - i);
