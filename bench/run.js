@@ -83,6 +83,7 @@ const summary = Object.fromEntries(
     {
       ms: median(results[n].map((x) => x.ms)),
       rss: median(results[n].map((x) => x.maxRssMB)),
+      base: median(results[n].map((x) => x.baseRssMB)),
       rows: results[n][0].rows,
       tableMB: results[n][0].tableMB,
     },
@@ -106,7 +107,8 @@ const ratio = (a, b) => (summary[a] && summary[b] ? (summary[a].ms / summary[b].
 if (summary['lib-table']?.tableMB) {
   const t = summary['lib-table'];
   console.log(
-    `toTable: peak RSS ${t.rss.toFixed(0)} MB for ${t.tableMB.toFixed(0)} MB of table buffers (${(t.rss / t.tableMB).toFixed(2)}x)`,
+    `toTable: peak RSS ${t.rss.toFixed(0)} MB for ${t.tableMB.toFixed(0)} MB of table buffers (${(t.rss / t.tableMB).toFixed(2)}x); ` +
+      `above the ${t.base.toFixed(0)} MB the process had before the query: ${(t.rss - t.base).toFixed(0)} MB (${((t.rss - t.base) / t.tableMB).toFixed(2)}x)`,
   );
 }
 console.log(

@@ -55,15 +55,18 @@ async function pages(id, total, size, conc, accept, each) {
   return bytes;
 }
 
-/** Bytes of a table's buffers (each dictionary chunk once): what `toTable()`'s peak RSS is compared to. */
+/**
+ * Bytes of the memory a table's buffers pin (each ArrayBuffer once, whole: a buffer that is a view of a
+ * bigger one pins all of it): what `toTable()`'s peak RSS is compared to.
+ */
 function tableBytes(table) {
   const seen = new Set();
   let bytes = 0;
   const visit = (data) => {
     for (const b of [data.values, data.valueOffsets, data.nullBitmap, data.typeIds]) {
-      if (b && !seen.has(b)) {
-        seen.add(b);
-        bytes += b.byteLength;
+      if (b && !seen.has(b.buffer)) {
+        seen.add(b.buffer);
+        bytes += b.buffer.byteLength;
       }
     }
     for (const child of data.children) visit(child);
@@ -198,9 +201,13 @@ const scenarios = {
   },
 };
 
+// The process before any work (modules loaded): what a scenario's own memory is measured above.
+const baseRssMB = process.memoryUsage().rss / 2 ** 20;
 const run = scenarios[name];
 if (!run) throw new Error(`unknown scenario ${name}`);
 const t0 = performance.now();
 const rows = await run();
 const ms = performance.now() - t0;
-console.log(JSON.stringify({ name, rows, ms, maxRssMB: process.resourceUsage().maxRSS / 1024, ...extra }));
+console.log(
+  JSON.stringify({ name, rows, ms, maxRssMB: process.resourceUsage().maxRSS / 1024, baseRssMB, ...extra }),
+);
