@@ -44,7 +44,11 @@ export function arrowIpcTransform(format: 'file' | 'stream'): Transform {
   return new Transform({
     writableObjectMode: true,
     readableObjectMode: false,
+    // One batch waits on the way in; about one batch's bytes on the way out, so the next batch is
+    // encoded while the file stream's write is in flight (at the default 16 KiB every batch waited
+    // for the previous write to finish: ~0.3 s of 1.7 s for 500k rows in `npm run bench`).
     writableHighWaterMark: 1,
+    readableHighWaterMark: 4 << 20,
     transform(batch: RecordBatch, _encoding, callback) {
       try {
         writer.write(batch);
