@@ -613,7 +613,10 @@ export class FastTableDecoder {
     }
     this.#building = { f64, i32, u8, valid };
     const bodyView = new DataView(b.buffer, b.byteOffset, b.byteLength);
-    const views = u8.map((a) => new DataView(a.buffer, a.byteOffset, a.byteLength));
+    // Filled by push like the arrays above: an array made by `map` got another hidden class on some
+    // pages, and every such page threw the optimized decoder away ("wrong map" deopts).
+    const views: DataView[] = [];
+    for (const a of u8) views.push(new DataView(a.buffer, a.byteOffset, a.byteLength));
     let r = 0;
     loneSurrogate = false;
     i = skipWs(b, i + 1);
