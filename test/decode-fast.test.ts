@@ -294,21 +294,24 @@ describe('FastTableDecoder', () => {
     'gives byte-identical Arrow IPC to the JSON.parse path over HTTP: %s',
     async (dataset) => {
       const { client } = await setup({ seed: 11, rowCap: 4000 });
-      const ipcOf = async (decoder: 'fast' | 'json') => {
+      const ipcOf = async (decoder: 'fast' | 'json', batchSize: number | undefined) => {
         const chunks: Buffer[] = [];
         const stream = client.stream(
           dataset,
           {},
-          { pageSize: 700, concurrency: 3, batchSize: 1000, decoder },
+          { pageSize: 700, concurrency: 3, ...(batchSize ? { batchSize } : {}), decoder },
         );
         await pipeline(stream, toArrowIpc({ format: 'stream' }), async (bytes: AsyncIterable<Buffer>) => {
           for await (const b of bytes) chunks.push(b);
         });
         return Buffer.concat(chunks);
       };
-      const [a, b] = [await ipcOf('fast'), await ipcOf('json')];
-      expect(a.length).toBeGreaterThan(1000);
-      expect(a.equals(b)).toBe(true);
+      // Batches across pages (appended and flushed), and one batch per page (the page's buffers adopted).
+      for (const batchSize of [1000, undefined]) {
+        const [a, b] = [await ipcOf('fast', batchSize), await ipcOf('json', batchSize)];
+        expect(a.length).toBeGreaterThan(1000);
+        expect(a.equals(b)).toBe(true);
+      }
       // Row objects too.
       const rowsOf = async (decoder: 'fast' | 'json') => {
         const out: unknown[] = [];
