@@ -4,11 +4,10 @@
 //   node bench/decode.js [--dataset job_listings] [--rows 100000] [--page 10000] [--rounds 5]
 import { parseArgs } from 'node:util';
 import { Table, tableToIPC } from 'apache-arrow';
-import { request } from 'undici';
 import { planColumns, RecordBatchBuilder } from '../dist/convert/index.js';
 import { parseTablePage } from '../dist/decode/index.js';
 import { FastTableDecoder } from '../dist/decode/table-json-fast.js';
-import { startEmulator } from '../dist/emulator/index.js';
+import { emulatorPages } from './shared.js';
 
 const { values } = parseArgs({
   options: {
@@ -18,26 +17,8 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '5' },
   },
 });
-const PAGE = Number(values.page);
-const emu = await startEmulator({ port: 0, apiKey: 'k' });
-const headers = { authorization: 'token k', 'x-api-version': '20151130' };
-const TABLE = 'application/vnd.service.table+json';
-const created = await request(`${emu.url}/datasets/${values.dataset}/query/`, {
-  method: 'POST',
-  headers: { ...headers, 'content-type': 'application/json' },
-  body: '{}',
-});
-const { id, total } = await created.body.json();
-const rows = Math.min(total, Number(values.rows));
-const pages = [];
-for (let start = 1; start <= rows; start += PAGE) {
-  const res = await request(
-    `${emu.url}/datasets/${values.dataset}/query/${id}?start=${start}&limit=${Math.min(PAGE, rows - start + 1)}`,
-    { headers: { ...headers, accept: TABLE } },
-  );
-  pages.push({ buf: Buffer.from(await res.body.arrayBuffer()), where: { start, limit: PAGE } });
-}
-await emu.close();
+const pages = await emulatorPages(values.dataset, Number(values.rows), Number(values.page));
+const rows = pages.reduce((n, p) => n + p.where.limit, 0);
 const bytes = pages.reduce((n, p) => n + p.buf.length, 0);
 const fields = parseTablePage(pages[0].buf.toString('utf8'), pages[0].where).fields;
 const plan = planColumns(fields);

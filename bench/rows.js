@@ -9,11 +9,10 @@
 //                       (makeColumnRowFactory): what `stream({ output: 'rows' })` runs per page.
 // And the construction step alone, on pages parsed beforehand: naive loop vs factory.
 import { parseArgs } from 'node:util';
-import { request } from 'undici';
 import { makeColumnRowFactory, makeRowFactory, planColumns } from '../dist/convert/index.js';
 import { parseTablePage } from '../dist/decode/index.js';
 import { FastTableDecoder } from '../dist/decode/table-json-fast.js';
-import { startEmulator } from '../dist/emulator/index.js';
+import { emulatorPages, naiveRowMaker } from './shared.js';
 
 const { values } = parseArgs({
   options: {
@@ -23,58 +22,16 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '7' },
   },
 });
-const PAGE = Number(values.page);
-const emu = await startEmulator({ port: 0, apiKey: 'k' });
-const headers = { authorization: 'token k', 'x-api-version': '20151130' };
-const created = await request(`${emu.url}/datasets/${values.dataset}/query/`, {
-  method: 'POST',
-  headers: { ...headers, 'content-type': 'application/json' },
-  body: '{}',
-});
-const { id, total } = await created.body.json();
-const rows = Math.min(total, Number(values.rows));
-const pages = [];
-for (let start = 1; start <= rows; start += PAGE) {
-  const limit = Math.min(PAGE, rows - start + 1);
-  const res = await request(
-    `${emu.url}/datasets/${values.dataset}/query/${id}?start=${start}&limit=${limit}`,
-    {
-      headers: { ...headers, accept: 'application/vnd.service.table+json' },
-    },
-  );
-  pages.push({ buf: Buffer.from(await res.body.arrayBuffer()), where: { start, limit } });
-}
-await emu.close();
+const pages = await emulatorPages(values.dataset, Number(values.rows), Number(values.page));
+const rows = pages.reduce((n, p) => n + p.where.limit, 0);
 const fields = parseTablePage(pages[0].buf.toString('utf8'), pages[0].where).fields;
 const plan = planColumns(fields);
 const columns = fields.map((f) => ({ id: f.id, type: f.type }));
 
-/** The naive per-value conversion (as the `rows-naive` scenario of bench/run.js). */
-function convert(type, v) {
-  if (v === null) return null;
-  if (type === 'date') return new Date(Date.UTC(+v.slice(0, 4), +v.slice(4, 6) - 1, +v.slice(6, 8)));
-  if (type === 'datetime') {
-    return new Date(
-      Date.UTC(
-        +v.slice(0, 4),
-        +v.slice(4, 6) - 1,
-        +v.slice(6, 8),
-        +v.slice(9, 11),
-        +v.slice(11, 13),
-        +v.slice(13, 15),
-      ),
-    );
-  }
-  return v;
-}
+const naiveRow = naiveRowMaker(columns);
 function naiveObjects(wireRows) {
   const out = new Array(wireRows.length);
-  for (let i = 0; i < wireRows.length; i++) {
-    const r = wireRows[i];
-    const o = {};
-    for (let j = 0; j < columns.length; j++) o[columns[j].id] = convert(columns[j].type, r[j]);
-    out[i] = o;
-  }
+  for (let i = 0; i < wireRows.length; i++) out[i] = naiveRow(wireRows[i]);
   return out;
 }
 const toRow = makeRowFactory(plan);
