@@ -17,13 +17,14 @@ import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable, Transform } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { makeData, RecordBatch, type Schema, Struct, Table, tableToIPC, vectorFromArray } from 'apache-arrow';
 import type { DataFrame } from 'nodejs-polars';
 import { InvalidArgumentError, safeRepr } from '../core/errors.js';
 import { withoutDictionaries } from '../output/dictionaries.js';
 import { type ParquetOptions, toParquet } from '../output/parquet.js';
+import { RowCounter } from '../output/row-counter.js';
 
 /** A missing optional package: what to install, and the failed import as `cause`. */
 export class MissingPackageError extends Error {
@@ -183,14 +184,7 @@ export async function toDuckDB(
   const dir = await mkdtemp(join(options.tempDir ?? tmpdir(), 'dqs-duckdb-'));
   try {
     const file = join(dir, `${randomUUID()}.parquet`);
-    let rows = 0;
-    const counter = new Transform({
-      objectMode: true,
-      transform(batch: RecordBatch, _encoding, callback) {
-        rows += batch.numRows;
-        callback(null, batch);
-      },
-    });
+    const counter = new RowCounter();
     await pipeline(Readable.from(batches), counter, toParquet(options.parquet), createWriteStream(file), {
       ...(options.signal ? { signal: options.signal } : {}),
     });
@@ -201,7 +195,7 @@ export async function toDuckDB(
         ? `INSERT INTO ${name} BY NAME ${read}`
         : `CREATE ${mode === 'replace' ? 'OR REPLACE ' : ''}TABLE ${name} AS ${read}`;
     await connection.run(sql);
-    return { rows };
+    return { rows: counter.rows };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

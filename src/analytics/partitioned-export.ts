@@ -35,14 +35,13 @@
 import { createWriteStream, openAsBlob, unlinkSync } from 'node:fs';
 import { mkdir, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { RecordBatch } from 'apache-arrow';
 import type { DatasetClient } from '../client.js';
 import { abortReason } from '../core/abortable.js';
 import { InvalidArgumentError, safeRepr } from '../core/errors.js';
 import type { QueryBody } from '../core/wire.js';
 import { loadParquetWasm, type ParquetOptions, toParquet } from '../output/parquet.js';
+import { RowCounter } from '../output/row-counter.js';
 import { normalizeStreamOptions, type StreamOptions } from '../query/stream-options.js';
 import { checkDatasetId, checkTicker } from '../transport/validate.js';
 
@@ -332,14 +331,7 @@ async function exportPartition(
     );
     const onProgress = opts.onProgress;
     if (onProgress) stream.on('progress', (e) => onProgress({ ticker, rows: e.rows, total: e.total }));
-    let rows = 0;
-    const counter = new Transform({
-      objectMode: true,
-      transform(batch: RecordBatch, _encoding, callback) {
-        rows += batch.numRows;
-        callback(null, batch);
-      },
-    });
+    const counter = new RowCounter();
     await pipeline(stream, counter, toParquet(opts.parquet), createWriteStream(temp, { flush: true }));
     await rename(temp, path);
     liveTemps.delete(temp);
@@ -348,7 +340,7 @@ async function exportPartition(
       ticker,
       path,
       status: 'written',
-      rows,
+      rows: counter.rows,
       bytes: (await fileSize(path)) ?? 0,
       truncated: source?.truncated,
       queryId: source?.id,
