@@ -44,15 +44,9 @@ export const FAULT_KINDS: readonly FaultKind[] = Object.freeze([
  * Kinds that make the request fail, so a client must retry it. `latency` and `trickle` slow a request
  * down but let it succeed (unless they outlast a timeout).
  */
-export const FAILING_KINDS: readonly FaultKind[] = Object.freeze([
-  '429',
-  '500',
-  '502',
-  '503',
-  '504',
-  'reset',
-  'cut',
-]);
+export const FAILING_KINDS: readonly FaultKind[] = Object.freeze(
+  FAULT_KINDS.filter((kind) => kind !== 'latency' && kind !== 'trickle'),
+);
 
 /** Kinds that act on a response body; a HEAD answer has none, so they are never drawn for HEAD. */
 const BODY_KINDS: ReadonlySet<FaultKind> = new Set(['cut', 'trickle']);
