@@ -3,22 +3,18 @@
  * emulator started here (or its own embedded one). Outputs are read back by tools we did not write:
  * DuckDB for Parquet, Polars for Arrow IPC, apache-arrow for piped IPC, csv-parse for CSV.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { join } from 'node:path';
 import { tableFromIPC } from 'apache-arrow';
 import { parse } from 'csv-parse/sync';
 import pl from 'nodejs-polars';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulator, queryInfo, queryRows, startEmulator } from '../src/emulator/index.js';
 import { DatasetClient } from '../src/index.js';
+import { duck, ensureBuilt, finishCli, ROOT, startCli } from './cli-helpers.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const MAIN = join(ROOT, 'dist', 'cli', 'main.js');
 const KEY = 'cli-test-key-7f3a9c';
 /** A small dataset with every column type (string, ticker, number, date, boolean, datetime). */
 const DATASET = 'store_locations';
@@ -28,41 +24,11 @@ const TICKERS = ['nasdaq:aapl', 'lse:tsco'];
 const PAGES = ['--page-size', '100'];
 const BODY = { tickers: TICKERS };
 
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: Buffer;
-  stderr: string;
-}
-
-/** The environment of a user who has set nothing: no DQS_* from the machine running the tests. */
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('DQS_')) env[k] = v;
-  return { ...env, ...extra };
-}
-
 function start(args: readonly string[], options: { env?: Record<string, string>; cwd?: string } = {}) {
-  return spawn(process.execPath, [MAIN, ...args], {
-    cwd: options.cwd ?? work,
-    env: cleanEnv(options.env),
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  return startCli(args, { cwd: options.cwd ?? work, env: options.env });
 }
 
-function finish(child: ChildProcess, input?: string): Promise<Run> {
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  child.stdout!.on('data', (c: Buffer) => out.push(c));
-  child.stderr!.on('data', (c: Buffer) => err.push(c));
-  child.stdin!.end(input);
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code, signal) =>
-      resolve({ code, signal, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString('utf8') }),
-    );
-  });
-}
+const finish = finishCli;
 
 function dqs(args: readonly string[], options: { env?: Record<string, string>; input?: string } = {}) {
   return finish(start(args, options), options.input);
@@ -77,33 +43,6 @@ function conn(emu: Emulator = emulator, key = KEY): string[] {
 function expectOneLine(stderr: string): void {
   expect(stderr.trim().split('\n')).toHaveLength(1);
   expect(stderr).not.toMatch(/^\s+at /m);
-}
-
-async function duck(sql: string): Promise<Record<string, unknown>[]> {
-  const db = await DuckDBInstance.create(':memory:');
-  const c = await db.connect();
-  try {
-    return (await c.runAndReadAll(sql)).getRowObjectsJson() as Record<string, unknown>[];
-  } finally {
-    c.closeSync();
-    db.closeSync();
-  }
-}
-
-/**
- * The CLI under test is the built one (`npm test` builds first, in `pretest`). Built here only when
- * missing, e.g. for a lone `npx vitest run test/cli.test.ts` on a fresh clone.
- */
-function ensureBuilt(): void {
-  if (existsSync(MAIN)) return;
-  execFileSync(
-    process.execPath,
-    [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
-    {
-      cwd: ROOT,
-      stdio: 'inherit',
-    },
-  );
 }
 
 let work: string;

@@ -3,59 +3,28 @@
  * partitioned dataset read back by DuckDB, re-runs that skip finished partitions, Ctrl-C mid-export, and
  * the usage and local-file exit codes.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMPANIES, type Emulator, queryTotal, startEmulator } from '../src/emulator/index.js';
+import { duck, ensureBuilt, finishCli, ROOT, startCli } from './cli-helpers.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const MAIN = join(ROOT, 'dist', 'cli', 'main.js');
 const KEY = 'export-cli-key-51d2';
 const DATASET = 'web_traffic';
 const TICKERS = ['nasdaq:aapl', 'nyse:brk.b', 'lse:tsco', 'tyo:7203', 'private:aldi'];
 const expected = Object.fromEntries(TICKERS.map((t) => [t, queryTotal(DATASET, { tickers: [t] })]));
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cleanEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('DQS_')) env[k] = v;
-  return env;
-}
-
 function start(args: readonly string[]): ChildProcess {
-  return spawn(process.execPath, [MAIN, ...args], {
-    cwd: work,
-    env: cleanEnv(),
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  return startCli(args, { cwd: work });
 }
 
-function finish(child: ChildProcess): Promise<Run> {
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  child.stdout!.on('data', (c: Buffer) => out.push(c));
-  child.stderr!.on('data', (c: Buffer) => err.push(c));
-  child.stdin!.end();
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) =>
-      resolve({
-        code,
-        stdout: Buffer.concat(out).toString('utf8'),
-        stderr: Buffer.concat(err).toString('utf8'),
-      }),
-    );
-  });
+/** `finishCli`, with stdout as text (every command here prints JSON or nothing). */
+async function finish(child: ChildProcess) {
+  const run = await finishCli(child);
+  return { ...run, stdout: run.stdout.toString('utf8') };
 }
 
 const dqs = (args: readonly string[]) => finish(start(args));
@@ -75,32 +44,10 @@ async function files(dir: string): Promise<string[]> {
 
 /** Rows per ticker as DuckDB reads the dataset directory, glob as docs/cli.md shows it. */
 async function countsPerTicker(dir: string): Promise<Record<string, number>> {
-  const db = await DuckDBInstance.create(':memory:');
-  const c = await db.connect();
-  try {
-    const rows = (
-      await c.runAndReadAll(
-        `SELECT ticker, count(*)::INTEGER AS n FROM read_parquet('${dir}/dataset=${DATASET}/*/*.parquet', hive_partitioning = true) GROUP BY ticker`,
-      )
-    ).getRowObjectsJson() as { ticker: string; n: number }[];
-    return Object.fromEntries(rows.map((r) => [r.ticker, r.n]));
-  } finally {
-    c.closeSync();
-    db.closeSync();
-  }
-}
-
-/** The built CLI, rebuilt when it predates the export command (`npm test` builds in pretest). */
-function ensureBuilt(): void {
-  if (existsSync(join(ROOT, 'dist', 'cli', 'commands', 'export.js'))) return;
-  execFileSync(
-    process.execPath,
-    [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
-    {
-      cwd: ROOT,
-      stdio: 'inherit',
-    },
-  );
+  const rows = (await duck(
+    `SELECT ticker, count(*)::INTEGER AS n FROM read_parquet('${dir}/dataset=${DATASET}/*/*.parquet', hive_partitioning = true) GROUP BY ticker`,
+  )) as { ticker: string; n: number }[];
+  return Object.fromEntries(rows.map((r) => [r.ticker, r.n]));
 }
 
 let work: string;
@@ -109,7 +56,8 @@ let emulator: Emulator;
 let slow: Emulator;
 
 beforeAll(async () => {
-  ensureBuilt();
+  // Rebuilt when the built CLI predates the export command (`npm test` builds in pretest).
+  ensureBuilt(join(ROOT, 'dist', 'cli', 'commands', 'export.js'));
   work = await mkdtemp(join(tmpdir(), 'dqs-export-cli-'));
   emulator = await startEmulator({ apiKey: KEY });
   slow = await startEmulator({
@@ -174,32 +122,15 @@ describe('dqs export', () => {
     );
 
     // Again: nothing to do. Then one partition removed: only it is written.
-    const again = await dqs([
-      'export',
-      DATASET,
-      '--tickers-file',
-      list,
-      '--out-dir',
-      out,
-      '--json',
-      ...conn(emulator),
-    ]);
+    const rerun = ['export', DATASET, '--tickers-file', list, '--out-dir', out, '--json', ...conn(emulator)];
+    const again = await dqs(rerun);
     expect(again.code, again.stderr).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ written: 0, skipped: 5, rows: 0 });
     expect(again.stderr).toMatch(
       /0 partitions written \(0 rows, 0 B\), 5 skipped \(finished by an earlier run\)/,
     );
     await rm(join(out, 'dataset=web_traffic', 'ticker=lse%3Atsco'), { recursive: true });
-    const resumed = await dqs([
-      'export',
-      DATASET,
-      '--tickers-file',
-      list,
-      '--out-dir',
-      out,
-      '--json',
-      ...conn(emulator),
-    ]);
+    const resumed = await dqs(rerun);
     expect(resumed.code, resumed.stderr).toBe(0);
     const files_ = JSON.parse(resumed.stdout).files as { ticker: string; status: string }[];
     expect(files_.filter((f) => f.status === 'written').map((f) => f.ticker)).toEqual(['lse:tsco']);

@@ -21,6 +21,7 @@ import {
   partitionPath,
   ServerError,
 } from '../src/index.js';
+import { duck } from './cli-helpers.js';
 import { expectRejects, setup } from './helpers.js';
 
 const DATASET = 'web_traffic';
@@ -35,17 +36,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await rm(out, { recursive: true, force: true });
 });
-
-async function duck(sql: string): Promise<Record<string, unknown>[]> {
-  const db = await DuckDBInstance.create(':memory:');
-  const c = await db.connect();
-  try {
-    return (await c.runAndReadAll(sql)).getRowObjectsJson() as Record<string, unknown>[];
-  } finally {
-    c.closeSync();
-    db.closeSync();
-  }
-}
 
 /** Every file under `dir`, relative, sorted. */
 async function files(dir: string): Promise<string[]> {

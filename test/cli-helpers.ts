@@ -1,0 +1,78 @@
+/**
+ * Helpers of the tests that run the built `dqs` CLI as a child process, and that read what it wrote with
+ * DuckDB. Kept apart from helpers.ts so that suites which need neither do not load DuckDB.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DuckDBInstance } from '@duckdb/node-api';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const MAIN = join(ROOT, 'dist', 'cli', 'main.js');
+
+/**
+ * Builds dist/ when `file` (default: the CLI's entry point) is missing, e.g. for a lone
+ * `npx vitest run test/cli.test.ts` on a fresh clone (`npm test` builds in pretest).
+ */
+export function ensureBuilt(file: string = MAIN): void {
+  if (existsSync(file)) return;
+  execFileSync(
+    process.execPath,
+    [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+    { cwd: ROOT, stdio: 'inherit' },
+  );
+}
+
+/** The environment of a user who has set nothing: no DQS_* from the machine running the tests. */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('DQS_')) env[k] = v;
+  return { ...env, ...extra };
+}
+
+export interface Run {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: Buffer;
+  stderr: string;
+}
+
+/** Starts the built CLI in `cwd` with a clean environment (plus `env`). */
+export function startCli(
+  args: readonly string[],
+  options: { cwd: string; env?: Record<string, string> | undefined },
+): ChildProcess {
+  return spawn(process.execPath, [MAIN, ...args], {
+    cwd: options.cwd,
+    env: cleanEnv(options.env),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+}
+
+/** Collects a started CLI's output until it exits; `input` goes to its stdin, which is then closed. */
+export function finishCli(child: ChildProcess, input?: string): Promise<Run> {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout!.on('data', (c: Buffer) => out.push(c));
+  child.stderr!.on('data', (c: Buffer) => err.push(c));
+  child.stdin!.end(input);
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) =>
+      resolve({ code, signal, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString('utf8') }),
+    );
+  });
+}
+
+/** The rows of a query on an in-memory DuckDB, as JSON-compatible objects. */
+export async function duck(sql: string): Promise<Record<string, unknown>[]> {
+  const db = await DuckDBInstance.create(':memory:');
+  const c = await db.connect();
+  try {
+    return (await c.runAndReadAll(sql)).getRowObjectsJson() as Record<string, unknown>[];
+  } finally {
+    c.closeSync();
+    db.closeSync();
+  }
+}
