@@ -14,7 +14,15 @@ import { describe, expect, it } from 'vitest';
 import { type ColumnKind, planColumns, RecordBatchBuilder } from '../src/convert/index.js';
 import { DecodeError, InvalidArgumentError, InvalidValueError } from '../src/core/errors.js';
 import type { WireValue } from '../src/core/wire.js';
-import { caught, field, trickyText, wireDate, wireTimestamp } from './convert-fixtures.js';
+import {
+  caught,
+  field,
+  mixedFields,
+  SHORT_IDS,
+  trickyText,
+  wireDate,
+  wireTimestamp,
+} from './convert-fixtures.js';
 
 const DAY = 86_400_000;
 
@@ -31,14 +39,7 @@ function oneColumn(type: string, values: WireValue[], onInvalid: 'error' | 'null
   return plainRows(builder.flush()).map((r) => r.v);
 }
 
-const mixedFields = [
-  field('ticker', 'string', 'ticker'),
-  field('d', 'date'),
-  field('ts', 'datetime'),
-  field('n', 'number'),
-  field('b', 'boolean'),
-  field('s', 'string'),
-];
+const mixed = mixedFields(SHORT_IDS);
 
 describe('RecordBatchBuilder conversions', () => {
   it('numbers: JSON numbers, decimal strings; nothing else', () => {
@@ -145,7 +146,7 @@ describe('RecordBatchBuilder errors', () => {
   const page = { start: 101, limit: 50 };
 
   it('reports the first invalid value in row order with page, row, column', async () => {
-    const builder = new RecordBatchBuilder(planColumns(mixedFields));
+    const builder = new RecordBatchBuilder(planColumns(mixed));
     const rows: WireValue[][] = [
       ['t', '20240101', '20240101T000000Z', 1, true, 's'],
       ['t', '20240101', '20240101T000000Z', 1, 'maybe', 's'],
@@ -167,7 +168,7 @@ describe('RecordBatchBuilder errors', () => {
   });
 
   it('keeps nothing of a failed append (all or nothing), dictionary entries included', () => {
-    const builder = new RecordBatchBuilder(planColumns(mixedFields));
+    const builder = new RecordBatchBuilder(planColumns(mixed));
     builder.appendRows([['x', '20240101', null, 1, true, 'keep']], 1);
     expect(() =>
       builder.appendRows(
@@ -190,7 +191,7 @@ describe('RecordBatchBuilder errors', () => {
   });
 
   it('stores null for invalid values with onInvalid: null', () => {
-    const builder = new RecordBatchBuilder(planColumns(mixedFields), { onInvalid: 'null' });
+    const builder = new RecordBatchBuilder(planColumns(mixed), { onInvalid: 'null' });
     builder.appendRows([[{} as never, '20241345', 'noon', 'abc', 'maybe', [] as never]], 1);
     expect(plainRows(builder.flush())).toEqual([
       { ticker: null, d: null, ts: null, n: null, b: null, s: null },
@@ -224,7 +225,7 @@ describe('RecordBatchBuilder errors', () => {
 
 describe('RecordBatchBuilder batches', () => {
   it('flushes what was appended since the last flush, then starts over', () => {
-    const builder = new RecordBatchBuilder(planColumns(mixedFields));
+    const builder = new RecordBatchBuilder(planColumns(mixed));
     builder.appendRows([['a', '20240101', '20240101T010203Z', 1, true, 'x']], 1);
     builder.appendRows([['b', '20240102', null, 2, false, 'y']], 2);
     expect(builder.length).toBe(2);
@@ -240,13 +241,13 @@ describe('RecordBatchBuilder batches', () => {
   });
 
   it('gives a 0-row batch with the schema when nothing was appended', () => {
-    const builder = new RecordBatchBuilder(planColumns(mixedFields));
+    const builder = new RecordBatchBuilder(planColumns(mixed));
     const empty = builder.flush();
     expect(empty.numRows).toBe(0);
     expect(empty.schema.fields).toEqual(builder.schema.fields);
     const back = tableFromIPC(tableToIPC(new Table([empty]), 'stream'));
     expect(back.numRows).toBe(0);
-    expect(back.schema.fields.map((f) => f.name)).toEqual(mixedFields.map((f) => f.id));
+    expect(back.schema.fields.map((f) => f.name)).toEqual(mixed.map((f) => f.id));
   });
 
   it('trims buffers to the rows of the batch', () => {
@@ -265,7 +266,7 @@ describe('RecordBatchBuilder batches', () => {
   });
 
   it('handles pages larger than the initial capacity and many of them', () => {
-    const builder = new RecordBatchBuilder(planColumns(mixedFields));
+    const builder = new RecordBatchBuilder(planColumns(mixed));
     let expectedRows = 0;
     for (let p = 0; p < 5; p++) {
       const rows = Array.from({ length: 2500 }, (_, i) => [

@@ -19,15 +19,24 @@ export function field(id: string, type = 'string', format: string | null = null)
   };
 }
 
-/** One column of every kind (a ticker dictionary, a date, a datetime, a number, a boolean, a string). */
-export function mixedFields(): FieldDescriptor[] {
+/** Short column ids for `mixedFields()`, as the converter suites name them. */
+export const SHORT_IDS = ['ticker', 'd', 'ts', 'n', 'b', 's'] as const;
+
+/**
+ * One column of every kind, in this order: a ticker dictionary, a date, a datetime, a number, a boolean,
+ * a string; named `ids`.
+ */
+export function mixedFields(
+  ids: readonly string[] = ['ticker', 'posted', 'seen', 'n', 'ok', 'text'],
+): FieldDescriptor[] {
+  const [ticker, date, datetime, number, boolean, text] = ids;
   return [
-    field('ticker', 'string', 'ticker'),
-    field('posted', 'date'),
-    field('seen', 'datetime'),
-    field('n', 'number'),
-    field('ok', 'boolean'),
-    field('text', 'string'),
+    field(ticker!, 'string', 'ticker'),
+    field(date!, 'date'),
+    field(datetime!, 'datetime'),
+    field(number!, 'number'),
+    field(boolean!, 'boolean'),
+    field(text!, 'string'),
   ];
 }
 

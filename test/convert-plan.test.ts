@@ -2,7 +2,7 @@ import { Bool, DateDay, Dictionary, Float64, TimestampMillisecond, Type, Utf8 } 
 import { describe, expect, it } from 'vitest';
 import { buildSchema, columnKind, planColumns } from '../src/convert/index.js';
 import { DecodeError, InvalidArgumentError } from '../src/core/errors.js';
-import { caught, field } from './convert-fixtures.js';
+import { caught, field, mixedFields, SHORT_IDS } from './convert-fixtures.js';
 
 describe('columnKind', () => {
   it.each([
@@ -72,15 +72,7 @@ describe('planColumns', () => {
 });
 
 describe('buildSchema', () => {
-  const plan = planColumns([
-    field('ticker', 'string', 'ticker'),
-    field('d', 'date'),
-    field('ts', 'datetime'),
-    field('n', 'number'),
-    field('b', 'boolean'),
-    field('s', 'string'),
-    field('x', 'weird'),
-  ]);
+  const plan = planColumns([...mixedFields(SHORT_IDS), field('x', 'weird')]);
   const schema = buildSchema(plan);
 
   it('names columns by field id and maps kinds to Arrow types, all nullable', () => {

@@ -10,16 +10,9 @@ import {
 } from '../src/convert/index.js';
 import { InvalidArgumentError } from '../src/core/errors.js';
 import type { WireValue } from '../src/core/wire.js';
-import { field } from './convert-fixtures.js';
+import { mixedFields, SHORT_IDS } from './convert-fixtures.js';
 
-const fields = [
-  field('ticker', 'string', 'ticker'),
-  field('d', 'date'),
-  field('ts', 'datetime'),
-  field('n', 'number'),
-  field('b', 'boolean'),
-  field('s', 'string'),
-];
+const fields = mixedFields(SHORT_IDS);
 
 function row(i: number): WireValue[] {
   return [

@@ -3,16 +3,17 @@ import { describe, expect, it } from 'vitest';
 import { type ColumnKind, makeRowFactory, planColumns, RecordBatchBuilder } from '../src/convert/index.js';
 import { DecodeError, InvalidValueError } from '../src/core/errors.js';
 import type { WireValue } from '../src/core/wire.js';
-import { caught, field, trickyText, wireDate, wireTimestamp } from './convert-fixtures.js';
+import {
+  caught,
+  field,
+  mixedFields,
+  SHORT_IDS,
+  trickyText,
+  wireDate,
+  wireTimestamp,
+} from './convert-fixtures.js';
 
-const mixed = planColumns([
-  field('ticker', 'string', 'ticker'),
-  field('d', 'date'),
-  field('ts', 'datetime'),
-  field('n', 'number'),
-  field('b', 'boolean'),
-  field('s', 'string'),
-]);
+const mixed = planColumns(mixedFields(SHORT_IDS));
 
 describe('makeRowFactory', () => {
   it('builds objects keyed by column id with typed values', () => {
