@@ -174,16 +174,12 @@ abstract class Column implements ColumnAccumulator {
 
   /** Columns whose decoded form is not Arrow's layout (booleans, timestamps, dictionaries) convert. */
   adoptDecoded(column: DecodedColumn, length: number): Data {
-    this.#checkEmpty();
+    this.checkAdoptable();
     this.appendDecoded(column, 0, length);
     return this.flush();
   }
 
   protected checkAdoptable(): void {
-    this.#checkEmpty();
-  }
-
-  #checkEmpty(): void {
     if (this.len !== 0) throw new DecodeError('Decoded columns can only be adopted by an empty builder');
   }
 
