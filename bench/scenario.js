@@ -79,6 +79,15 @@ function tableBytes(table) {
 
 const extra = {};
 
+/** The whole result through the library's `toTable()`, with `options` over the scenario's stream options. */
+async function libTable(options = {}) {
+  const client = new DatasetClient({ baseUrl: url, apiKey: key });
+  const result = await client.query(dataset, {});
+  const table = await result.toTable({ ...lib, ...options });
+  await client.close();
+  return table;
+}
+
 const scenarios = {
   // The floor: bytes only, then bytes + JSON.parse, with the same pages as the library.
   async bytes() {
@@ -116,20 +125,13 @@ const scenarios = {
     return rows;
   },
   async 'lib-table'() {
-    const client = new DatasetClient({ baseUrl: url, apiKey: key });
-    const result = await client.query(dataset, {});
-    const table = await result.toTable(lib);
-    await client.close();
+    const table = await libTable();
     extra.tableMB = tableBytes(table) / 2 ** 20;
     return table.numRows;
   },
   // The library on its reference path (JSON.parse + the row converters): what the byte decoder replaces.
   async 'lib-table-jsonparse'() {
-    const client = new DatasetClient({ baseUrl: url, apiKey: key });
-    const result = await client.query(dataset, {});
-    const table = await result.toTable({ ...lib, decoder: 'json' });
-    await client.close();
-    return table.numRows;
+    return (await libTable({ decoder: 'json' })).numRows;
   },
   // Row objects built naively: the same pages, JSON.parse, then a generic per-value loop (Dates for date
   // and datetime columns, a fresh object filled key by key). What the library's row output competes with.
@@ -152,18 +154,10 @@ const scenarios = {
     return rows;
   },
   async 'lib-table-csv'() {
-    const client = new DatasetClient({ baseUrl: url, apiKey: key });
-    const result = await client.query(dataset, {});
-    const table = await result.toTable({ ...lib, format: 'csv' });
-    await client.close();
-    return table.numRows;
+    return (await libTable({ format: 'csv' })).numRows;
   },
   async 'lib-table-xlsx'() {
-    const client = new DatasetClient({ baseUrl: url, apiKey: key });
-    const result = await client.query(dataset, {});
-    const table = await result.toTable({ ...lib, format: 'xlsx' });
-    await client.close();
-    return table.numRows;
+    return (await libTable({ format: 'xlsx' })).numRows;
   },
   async 'lib-rows'() {
     const client = new DatasetClient({ baseUrl: url, apiKey: key });
