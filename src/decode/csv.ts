@@ -34,7 +34,7 @@ export interface CsvDecodeOptions {
 }
 
 /** The part of csv-parse's core (`new Parser().api`) we use; checked at run time before use. */
-interface CsvCore {
+export interface CsvCore {
   parse(
     buf: Buffer | undefined,
     end: boolean,
@@ -52,9 +52,10 @@ interface FieldBuffer {
 }
 
 /** Options for both engines: BOM tolerated, strict column count (the header fixes it). */
-const PARSER_OPTIONS = { bom: true, relax_column_count: false } as const;
+export const PARSER_OPTIONS = { bom: true, relax_column_count: false } as const;
 
-function coreOf(parser: Parser): CsvCore | undefined {
+/** The parser's core when it has the shape we drive (see the module comment), else undefined. */
+export function coreOf(parser: Parser): CsvCore | undefined {
   const api = (parser as unknown as { api?: Partial<CsvCore> }).api;
   if (
     api !== undefined &&
@@ -76,7 +77,7 @@ function coreOf(parser: Parser): CsvCore | undefined {
 }
 
 /** Field text → the wire value table JSON would carry for this column kind. */
-function fieldValue(text: string, quoted: boolean, kind: ColumnKind | undefined): WireValue {
+export function fieldValue(text: string, quoted: boolean, kind: ColumnKind | undefined): WireValue {
   if (text === '') return quoted ? '' : null;
   if (kind === 'number') {
     const n = parseDecimal(text);

@@ -15,6 +15,7 @@ import {
   safeRepr,
 } from '../core/errors.js';
 import type { WireValue } from '../core/wire.js';
+import type { FastCsvDecoder } from '../decode/csv-columns.js';
 import { decodeCsv, decodeXlsx, parseTablePage } from '../decode/index.js';
 import type { FastTableDecoder, FastTablePage } from '../decode/table-json-fast.js';
 import type { EndpointClient } from '../transport/endpoints.js';
@@ -39,6 +40,8 @@ export interface PageFetchContext {
    * the reference path, `JSON.parse` and wire rows, which gives the same values or the right error.
    */
   readonly tableDecoder?: FastTableDecoder | undefined;
+  /** CSV straight from bytes to columns, with the same contract (declined pages take `decodeCsv`). */
+  readonly csvDecoder?: FastCsvDecoder | undefined;
   readonly maxResponseBytes: number;
   readonly timeoutMs?: number | undefined;
   /** Told about each retried page request (the stream steps its concurrency down on 429s). */
@@ -137,9 +140,21 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
         yield next.value;
       }
     })();
+    let body: AsyncIterable<Buffer> = counted;
+    if (ctx.format === 'csv' && ctx.csvDecoder) {
+      const chunks: Buffer[] = [];
+      for await (const chunk of counted) chunks.push(chunk);
+      const whole = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes);
+      const fast = ctx.csvDecoder.decode(whole, sub);
+      if (fast) return { part: fast, rows: fast.length, bytes, total: status.total, start: sub.start };
+      // Declined (malformed, a value its column rejects, ...): the reference path gives the rows or the error.
+      body = (async function* () {
+        yield whole;
+      })();
+    }
     const decode = ctx.format === 'csv' ? decodeCsv : decodeXlsx;
     const rows: WireValue[][] = [];
-    for await (const chunk of decode(counted, ctx.plan, sub)) for (const row of chunk) rows.push(row);
+    for await (const chunk of decode(body, ctx.plan, sub)) for (const row of chunk) rows.push(row);
     return { part: rows, rows: rows.length, bytes, total: status.total, start: sub.start };
   } finally {
     discardBody(response);

@@ -20,6 +20,7 @@ import {
 import { abortReason } from '../core/abortable.js';
 import { DqsError, RateLimitedError, type ResumePoint, TruncatedError } from '../core/errors.js';
 import type { FieldDescriptor } from '../core/wire.js';
+import { FastCsvDecoder } from '../decode/csv-columns.js';
 import { FastTableDecoder } from '../decode/table-json-fast.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import type { RetryEvent } from '../transport/retry.js';
@@ -230,6 +231,7 @@ export class ResultStream extends Readable {
       format === 'json' && opts.decoder === 'fast'
         ? new FastTableDecoder(plan, { strings: opts.output === 'rows' ? 'exact' : 'utf8' })
         : undefined;
+    const csvDecoder = format === 'csv' && opts.decoder === 'fast' ? new FastCsvDecoder(plan) : undefined;
     const ctx = {
       client: source.client,
       datasetId: source.datasetId,
@@ -239,6 +241,7 @@ export class ResultStream extends Readable {
       mediaType,
       plan,
       tableDecoder,
+      csvDecoder,
       maxResponseBytes: source.maxResponseBytes,
       timeoutMs: opts.timeoutMs,
       onRetry: (event: RetryEvent) => {
@@ -335,7 +338,8 @@ export class ResultStream extends Readable {
 
   #rowConverter(plan: ColumnPlan[], decoder: FastTableDecoder | undefined) {
     const make = makeRowFactory(plan, { onInvalid: this.#options.onInvalid });
-    const fromColumns = decoder ? makeColumnRowFactory(plan) : undefined;
+    // Made at the first decoded page (table JSON or CSV through a columnar decoder).
+    let fromColumns: ReturnType<typeof makeColumnRowFactory> | undefined;
     return {
       /**
        * Wire rows are converted at once (an invalid value fails the page before any of its rows is
@@ -363,7 +367,8 @@ export class ResultStream extends Readable {
             }
             for (let from = 0; from < job.length; from += ROW_SLICE) {
               const out: Chunk[] = [];
-              fromColumns!(job, from, Math.min(job.length, from + ROW_SLICE), out);
+              fromColumns ??= makeColumnRowFactory(plan);
+              fromColumns(job, from, Math.min(job.length, from + ROW_SLICE), out);
               yield out;
             }
             decoder?.recycle(job);

@@ -38,9 +38,10 @@ export interface StreamOptions {
   /** Per-request timeout for page reads, in ms. @default the client's */
   readonly timeoutMs?: number | undefined;
   /**
-   * @internal Table-JSON decoding for Arrow output: `'fast'` decodes bytes straight into columns (falling
-   * back to `JSON.parse` for unusual pages), `'json'` always uses `JSON.parse` (the reference, for tests
-   * and benchmarks). Also settable with the `DQS_DECODER` environment variable.
+   * @internal Table-JSON and CSV decoding: `'fast'` decodes bytes straight into columns (falling back to
+   * the reference for unusual pages), `'json'` always takes the reference path (`JSON.parse`, or
+   * csv-parse's rows for CSV; for tests and benchmarks). Also settable with the `DQS_DECODER` environment
+   * variable.
    * @default 'fast'
    */
   readonly decoder?: 'fast' | 'json';

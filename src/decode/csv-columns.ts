@@ -1,0 +1,304 @@
+/**
+ * CSV straight into columns. csv-parse's state machine still finds the fields (quotes, escapes, line
+ * ends, column count); what changes is what happens to a field: a string's bytes are copied into its
+ * column's UTF-8 buffer without becoming a JS string (then re-encoded), dates are read from their digits,
+ * and nothing is built per row. Strings are most of a CSV page, so this is where the row path spends
+ * beyond csv-parse itself (making each field a string, then encoding the strings back to UTF-8).
+ *
+ * The contract is the table-JSON byte decoder's: "the same as the reference, or nothing". `decode()`
+ * returns `undefined` for any page that is not ordinary (not valid UTF-8, malformed CSV, a header that is
+ * not the field ids, a value its column would reject, ...). The caller then takes the reference path
+ * (`decodeCsv` + the row converters), which gives the same rows or the right error with its location.
+ * Values that are not strings go through the very functions the reference uses (`fieldValue`, then
+ * `toNumber`/`toDateDays`/...), so both paths accept exactly the same text.
+ */
+
+import { isUtf8 } from 'node:buffer';
+import { Parser } from 'csv-parse';
+import type { PageRange } from '../convert/batch-builder.js';
+import type { DecodedColumn, DecodedColumns } from '../convert/column-data.js';
+import type { ColumnKind } from '../convert/column-kind.js';
+import { dateDaysAt } from '../convert/dates.js';
+import type { ColumnPlan } from '../convert/plan.js';
+import { usesDictionary } from '../convert/schema.js';
+import { toBooleanBit, toDateDays, toNumber, toText, toTimestampMs } from '../convert/values.js';
+import { coreOf, fieldValue, PARSER_OPTIONS } from './csv.js';
+
+const NUMBER = 0;
+const DATE = 1;
+const DATETIME = 2;
+const BOOLEAN = 3;
+const UTF8 = 4;
+const DICT = 5;
+
+/** Thrown from inside csv-parse's loop to abandon a page; caught in `decode()` and never escapes. */
+class Bail extends Error {}
+const BAIL = new Bail('not an ordinary CSV page');
+
+/** String bytes reserved per row over the last page's average (pages of one result are alike). */
+const STRING_HEADROOM = 1.0625;
+/** Strings shorter than this are copied by a loop: `Buffer#copy`'s call costs more than the bytes. */
+const SHORT_COPY = 24;
+
+/** Per-column storage of the page being decoded; `values` is the Float64/Int32/Uint8 array of its kind. */
+interface Column {
+  kind: number;
+  f64: Float64Array;
+  i32: Int32Array;
+  u8: Uint8Array;
+  valid: Uint8Array;
+  /** UTF8: bytes used in `u8`. */
+  pos: number;
+  /** DICT: the page's distinct values in first-seen order, and their ids. */
+  entries: string[];
+  ids: Map<string, number>;
+}
+
+const EMPTY_F64 = new Float64Array(0);
+const EMPTY_I32 = new Int32Array(0);
+const EMPTY_U8 = new Uint8Array(0);
+
+function kindCode(plan: ColumnPlan): number {
+  switch (plan.kind) {
+    case 'number':
+      return NUMBER;
+    case 'date':
+      return DATE;
+    case 'datetime':
+      return DATETIME;
+    case 'boolean':
+      return BOOLEAN;
+    case 'string':
+      return usesDictionary(plan.kind, plan.descriptor) ? DICT : UTF8;
+  }
+}
+
+const KIND_NAMES: readonly ColumnKind[] = ['number', 'date', 'datetime', 'boolean', 'string', 'string'];
+
+/**
+ * Decodes CSV pages of one result into columns. One decoder per stream: it remembers the string bytes
+ * per row of the last page, to size the next page's buffers.
+ */
+export class FastCsvDecoder {
+  readonly #kinds: Int8Array;
+  readonly #ids: readonly string[];
+  readonly #bytesPerRow: Float64Array;
+
+  constructor(plan: readonly ColumnPlan[]) {
+    this.#kinds = Int8Array.from(plan, kindCode);
+    this.#ids = plan.map((c) => c.id);
+    this.#bytesPerRow = new Float64Array(plan.length).fill(32);
+  }
+
+  /**
+   * The page (a whole CSV body, header line first) as columns, or `undefined` when it is not an ordinary
+   * page: the caller must then use the reference path, which gives the same rows or the right error.
+   */
+  decode(body: Buffer, where: PageRange): DecodedColumns | undefined {
+    if (this.#kinds.length === 0 || !isUtf8(body)) return undefined;
+    const core = coreOf(new Parser(PARSER_OPTIONS));
+    if (core === undefined) return undefined;
+    try {
+      return this.#decode(body, where, core);
+    } catch (error) {
+      if (error instanceof Bail) return undefined;
+      throw error;
+    }
+  }
+
+  #decode(body: Buffer, where: PageRange, core: NonNullable<ReturnType<typeof coreOf>>): DecodedColumns {
+    const kinds = this.#kinds;
+    const ids = this.#ids;
+    const width = kinds.length;
+    let cap = Math.max(16, Math.min(where.limit, 16_384));
+    const columns: Column[] = [];
+    for (let j = 0; j < width; j++) {
+      const k = kinds[j]!;
+      columns.push({
+        kind: k,
+        f64: k === NUMBER || k === DATETIME ? new Float64Array(cap) : EMPTY_F64,
+        i32:
+          k === DATE || k === DICT ? new Int32Array(cap) : k === UTF8 ? new Int32Array(cap + 1) : EMPTY_I32,
+        u8:
+          k === BOOLEAN
+            ? new Uint8Array(cap)
+            : k === UTF8
+              ? new Uint8Array(Math.max(1024, Math.ceil(this.#bytesPerRow[j]! * cap * STRING_HEADROOM)))
+              : EMPTY_U8,
+        valid: k === BOOLEAN || k === DICT ? EMPTY_U8 : new Uint8Array(cap),
+        pos: 0,
+        entries: [],
+        ids: new Map(),
+      });
+    }
+    const state = core.state;
+    let inHeader = true;
+    let r = 0; // the data row being filled
+
+    core.__onField = () => {
+      const field = state.field;
+      const len = field.length;
+      const record = state.record;
+      const j = record.length;
+      const quoted = state.wasQuoting;
+      // csv-parse counts fields by the record's length (its column-count check): keep it counting.
+      record.push(null);
+      field.length = 0;
+      state.wasQuoting = false;
+      if (inHeader) {
+        if (j >= width || len === 0 || field.buf.toString('utf8', 0, len) !== ids[j]) throw BAIL;
+        return undefined;
+      }
+      if (j >= width) throw BAIL;
+      if (j === 0 && r === cap) cap = growRows(columns, cap, r);
+      const col = columns[j]!;
+      const buf = field.buf;
+      switch (col.kind) {
+        case UTF8: {
+          let out = col.u8;
+          const o = col.pos;
+          if (len === 0 && !quoted) col.valid[r] = 0;
+          else {
+            if (o + len > out.length) out = col.u8 = growBytes(out, o + len, o);
+            if (len < SHORT_COPY) for (let k = 0; k < len; k++) out[o + k] = buf[k]!;
+            else buf.copy(out, o, 0, len);
+            col.valid[r] = 1;
+          }
+          col.pos = o + len;
+          col.i32[r + 1] = o + len;
+          return undefined;
+        }
+        case DATE: {
+          let days: number;
+          if (len === 0 && !quoted) {
+            col.i32[r] = 0;
+            col.valid[r] = 0;
+            return undefined;
+          }
+          if (len === 8) days = dateDaysAt(buf, 0);
+          else days = toDateDays(fieldValue(buf.toString('utf8', 0, len), quoted, 'date'));
+          if (Number.isNaN(days)) throw BAIL;
+          col.i32[r] = days;
+          col.valid[r] = 1;
+          return undefined;
+        }
+        default:
+          if (len === 0 && !quoted) {
+            setNull(col, r);
+            return undefined;
+          }
+          setValue(col, r, fieldValue(buf.toString('utf8', 0, len), quoted, KIND_NAMES[col.kind]));
+          return undefined;
+      }
+    };
+
+    let failed = false;
+    const push = (record: unknown[]) => {
+      if (!inHeader) r++;
+      else if (record.length === width) inHeader = false;
+      else failed = true;
+    };
+    const close = () => {};
+    let error: unknown = core.parse(body, false, push, close);
+    if (error === undefined && !failed) error = core.parse(undefined, true, push, close);
+    if (error !== undefined || failed || inHeader) throw BAIL;
+    for (let j = 0; j < width; j++)
+      if (kinds[j] === UTF8) this.#bytesPerRow[j] = r > 0 ? columns[j]!.pos / r : 32;
+    return { length: r, columns: columns.map((c) => decoded(c)) };
+  }
+}
+
+/** A null in a column whose kind is not a string or a date (those are handled inline). */
+function setNull(col: Column, r: number): void {
+  switch (col.kind) {
+    case NUMBER:
+    case DATETIME:
+      col.f64[r] = 0;
+      col.valid[r] = 0;
+      break;
+    case BOOLEAN:
+      col.u8[r] = 2;
+      break;
+    default:
+      col.i32[r] = -1;
+  }
+}
+
+/** The reference path's wire value of a field, through the reference's own conversion for its kind. */
+function setValue(col: Column, r: number, v: ReturnType<typeof fieldValue>): void {
+  switch (col.kind) {
+    case NUMBER: {
+      const x = toNumber(v);
+      if (Number.isNaN(x)) throw BAIL;
+      col.f64[r] = x;
+      col.valid[r] = 1;
+      break;
+    }
+    case DATETIME: {
+      const ms = toTimestampMs(v);
+      if (Number.isNaN(ms)) throw BAIL;
+      col.f64[r] = ms;
+      col.valid[r] = 1;
+      break;
+    }
+    case BOOLEAN: {
+      const bit = toBooleanBit(v);
+      if (bit < 0) throw BAIL;
+      col.u8[r] = bit;
+      break;
+    }
+    default: {
+      const text = toText(v);
+      if (text === undefined) throw BAIL;
+      let id = col.ids.get(text);
+      if (id === undefined) {
+        id = col.entries.length;
+        col.entries.push(text);
+        col.ids.set(text, id);
+      }
+      col.i32[r] = id;
+    }
+  }
+}
+
+/** Doubles every column's row capacity; returns the new capacity. */
+function growRows(columns: Column[], cap: number, used: number): number {
+  const next = cap * 2;
+  for (const col of columns) {
+    if (col.f64.length > 0) col.f64 = copyInto(new Float64Array(next), col.f64, used);
+    if (col.kind === UTF8) col.i32 = copyInto(new Int32Array(next + 1), col.i32, used + 1);
+    else if (col.i32.length > 0) col.i32 = copyInto(new Int32Array(next), col.i32, used);
+    if (col.kind === BOOLEAN) col.u8 = copyInto(new Uint8Array(next), col.u8, used);
+    if (col.valid.length > 0) col.valid = copyInto(new Uint8Array(next), col.valid, used);
+  }
+  return next;
+}
+
+function copyInto<T extends Float64Array | Int32Array | Uint8Array>(to: T, from: T, used: number): T {
+  to.set(from.subarray(0, used) as never);
+  return to;
+}
+
+/** String bytes grow by 1/4 (a page that becomes its batch keeps the slack, so grow gently). */
+function growBytes(a: Uint8Array, need: number, used: number): Uint8Array {
+  const next = new Uint8Array(Math.max(need + 4096, Math.ceil(a.length * 1.25)));
+  next.set(a.subarray(0, used));
+  return next;
+}
+
+function decoded(c: Column): DecodedColumn {
+  switch (c.kind) {
+    case NUMBER:
+      return { kind: 'number', values: c.f64, valid: c.valid };
+    case DATE:
+      return { kind: 'date', values: c.i32, valid: c.valid };
+    case DATETIME:
+      return { kind: 'datetime', values: c.f64, valid: c.valid };
+    case BOOLEAN:
+      return { kind: 'boolean', values: c.u8 };
+    case UTF8:
+      return { kind: 'utf8', offsets: c.i32, bytes: c.u8, valid: c.valid };
+    default:
+      return { kind: 'dictionary', ids: c.i32, entries: c.entries };
+  }
+}
