@@ -16,27 +16,33 @@
 import { isUtf8 } from 'node:buffer';
 import { Parser } from 'csv-parse';
 import type { PageRange } from '../convert/batch-builder.js';
-import type { DecodedColumn, DecodedColumns } from '../convert/column-data.js';
+import type { DecodedColumns } from '../convert/column-data.js';
 import type { ColumnKind } from '../convert/column-kind.js';
 import { dateDaysAt } from '../convert/dates.js';
 import type { ColumnPlan } from '../convert/plan.js';
-import { usesDictionary } from '../convert/schema.js';
 import { toBooleanBit, toDateDays, toNumber, toText, toTimestampMs } from '../convert/values.js';
 import { coreOf, fieldValue, PARSER_OPTIONS } from './csv.js';
-
-const NUMBER = 0;
-const DATE = 1;
-const DATETIME = 2;
-const BOOLEAN = 3;
-const UTF8 = 4;
-const DICT = 5;
+import {
+  BOOLEAN,
+  DATE,
+  DATETIME,
+  DICT,
+  decodedColumn,
+  EMPTY_F64,
+  EMPTY_I32,
+  EMPTY_U8,
+  ensure,
+  growText,
+  kindCode,
+  NUMBER,
+  STRING_HEADROOM,
+  UTF8,
+} from './page-columns.js';
 
 /** Thrown from inside csv-parse's loop to abandon a page; caught in `decode()` and never escapes. */
 class Bail extends Error {}
 const BAIL = new Bail('not an ordinary CSV page');
 
-/** String bytes reserved per row over the last page's average (pages of one result are alike). */
-const STRING_HEADROOM = 1.0625;
 /** Strings shorter than this are copied by a loop: `Buffer#copy`'s call costs more than the bytes. */
 const SHORT_COPY = 24;
 
@@ -52,25 +58,6 @@ interface Column {
   /** DICT: the page's distinct values in first-seen order, and their ids. */
   entries: string[];
   ids: Map<string, number>;
-}
-
-const EMPTY_F64 = new Float64Array(0);
-const EMPTY_I32 = new Int32Array(0);
-const EMPTY_U8 = new Uint8Array(0);
-
-function kindCode(plan: ColumnPlan): number {
-  switch (plan.kind) {
-    case 'number':
-      return NUMBER;
-    case 'date':
-      return DATE;
-    case 'datetime':
-      return DATETIME;
-    case 'boolean':
-      return BOOLEAN;
-    case 'string':
-      return usesDictionary(plan.kind, plan.descriptor) ? DICT : UTF8;
-  }
 }
 
 const KIND_NAMES: readonly ColumnKind[] = ['number', 'date', 'datetime', 'boolean', 'string', 'string'];
@@ -159,7 +146,7 @@ export class FastCsvDecoder {
           const o = col.pos;
           if (len === 0 && !quoted) col.valid[r] = 0;
           else {
-            if (o + len > out.length) out = col.u8 = growBytes(out, o + len, o);
+            if (o + len > out.length) out = col.u8 = growText(out, o + len + 4096, o);
             if (len < SHORT_COPY) for (let k = 0; k < len; k++) out[o + k] = buf[k]!;
             else buf.copy(out, o, 0, len);
             col.valid[r] = 1;
@@ -204,7 +191,10 @@ export class FastCsvDecoder {
     if (error !== undefined || failed || inHeader) throw BAIL;
     for (let j = 0; j < width; j++)
       if (kinds[j] === UTF8) this.#bytesPerRow[j] = r > 0 ? columns[j]!.pos / r : 32;
-    return { length: r, columns: columns.map((c) => decoded(c)) };
+    return {
+      length: r,
+      columns: columns.map((c) => decodedColumn(c.kind, c.f64, c.i32, c.u8, c.valid, () => c.entries)),
+    };
   }
 }
 
@@ -265,40 +255,11 @@ function setValue(col: Column, r: number, v: ReturnType<typeof fieldValue>): voi
 function growRows(columns: Column[], cap: number, used: number): number {
   const next = cap * 2;
   for (const col of columns) {
-    if (col.f64.length > 0) col.f64 = copyInto(new Float64Array(next), col.f64, used);
-    if (col.kind === UTF8) col.i32 = copyInto(new Int32Array(next + 1), col.i32, used + 1);
-    else if (col.i32.length > 0) col.i32 = copyInto(new Int32Array(next), col.i32, used);
-    if (col.kind === BOOLEAN) col.u8 = copyInto(new Uint8Array(next), col.u8, used);
-    if (col.valid.length > 0) col.valid = copyInto(new Uint8Array(next), col.valid, used);
+    if (col.f64.length > 0) col.f64 = ensure(col.f64, next, used);
+    if (col.kind === UTF8) col.i32 = ensure(col.i32, next + 1, used + 1);
+    else if (col.i32.length > 0) col.i32 = ensure(col.i32, next, used);
+    if (col.kind === BOOLEAN) col.u8 = ensure(col.u8, next, used);
+    if (col.valid.length > 0) col.valid = ensure(col.valid, next, used);
   }
   return next;
-}
-
-function copyInto<T extends Float64Array | Int32Array | Uint8Array>(to: T, from: T, used: number): T {
-  to.set(from.subarray(0, used) as never);
-  return to;
-}
-
-/** String bytes grow by 1/4 (a page that becomes its batch keeps the slack, so grow gently). */
-function growBytes(a: Uint8Array, need: number, used: number): Uint8Array {
-  const next = new Uint8Array(Math.max(need + 4096, Math.ceil(a.length * 1.25)));
-  next.set(a.subarray(0, used));
-  return next;
-}
-
-function decoded(c: Column): DecodedColumn {
-  switch (c.kind) {
-    case NUMBER:
-      return { kind: 'number', values: c.f64, valid: c.valid };
-    case DATE:
-      return { kind: 'date', values: c.i32, valid: c.valid };
-    case DATETIME:
-      return { kind: 'datetime', values: c.f64, valid: c.valid };
-    case BOOLEAN:
-      return { kind: 'boolean', values: c.u8 };
-    case UTF8:
-      return { kind: 'utf8', offsets: c.i32, bytes: c.u8, valid: c.valid };
-    default:
-      return { kind: 'dictionary', ids: c.i32, entries: c.entries };
-  }
 }

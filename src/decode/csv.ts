@@ -10,9 +10,12 @@
  * that alone made parsing ~10x slower than csv-parse without `cast` (5.6 s vs 0.55 s for 100k rows x 14).
  * So, when the installed csv-parse has the shape we know (its core `parser.api` with `__onField`,
  * `state.field` and `state.wasQuoting`), we drive that core directly and replace its `__onField` with one
- * that makes the field's text and wire value at once, reading the quoting flag without building a context. Otherwise we fall back to the
- * public API (`csv-parse/sync` with `cast` and `context.quoting`): exact, but it buffers the page and is
- * slow. Both paths run the same tests.
+ * that makes the field's text and wire value at once, reading the quoting flag without building a
+ * context. Otherwise we fall back to the public API (`csv-parse/sync` with `cast` and `context.quoting`):
+ * exact, but it buffers the page and is slow. Both paths run the same tests.
+ *
+ * This is the reference path. Streams decode CSV pages with `FastCsvDecoder` (csv-columns.ts), which
+ * drives the same core but writes fields straight into columns, and falls back to this one.
  */
 
 import { type CastingContext, CsvError, Parser } from 'csv-parse';

@@ -19,8 +19,24 @@ import type { PageRange } from '../convert/batch-builder.js';
 import type { DecodedColumn, DecodedColumns } from '../convert/column-data.js';
 import { dateDaysAt, timeOfDayMsAt } from '../convert/dates.js';
 import type { ColumnPlan } from '../convert/plan.js';
-import { usesDictionary } from '../convert/schema.js';
 import { toBooleanBit, toDateDays, toNumber, toText, toTimestampMs } from '../convert/values.js';
+import {
+  BOOLEAN,
+  DATE,
+  DATETIME,
+  DICT,
+  decodedColumn,
+  EMPTY_F64,
+  EMPTY_I32,
+  EMPTY_U8,
+  ensure,
+  grow,
+  growText,
+  kindCode,
+  NUMBER,
+  STRING_HEADROOM,
+  UTF8,
+} from './page-columns.js';
 
 /** A page decoded to columns, with the envelope members the page fetcher checks. */
 export interface FastTablePage extends DecodedColumns {
@@ -28,13 +44,6 @@ export interface FastTablePage extends DecodedColumns {
   readonly count: number;
   readonly start: number;
 }
-
-const NUMBER = 0;
-const DATE = 1;
-const DATETIME = 2;
-const BOOLEAN = 3;
-const UTF8 = 4;
-const DICT = 5;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -347,29 +356,6 @@ function readGeneric(b: Buffer, i: number): number {
   return end;
 }
 
-/** `a`, or a copy of its first `used` elements in a longer array when it is shorter than `need`. */
-function ensure<T extends Uint8Array | Int32Array | Float64Array>(a: T, need: number, used: number): T {
-  return a.length >= need ? a : grow(a, need, used);
-}
-
-function grow<T extends Uint8Array | Int32Array | Float64Array>(a: T, need: number, used: number): T {
-  let cap = Math.max(16, a.length * 2);
-  while (cap < need) cap *= 2;
-  const next = new (a.constructor as new (n: number) => T)(cap);
-  next.set(a.subarray(0, used) as never);
-  return next;
-}
-
-/**
- * A string column's bytes, grown by a quarter rather than doubled: a page's estimate is usually close, and
- * doubling would leave the batch that adopts the page half empty (so it would be copied to trim it).
- */
-function growText(a: Uint8Array, need: number, used: number): Uint8Array {
-  const next = new Uint8Array(Math.max(need, Math.ceil(a.length * 1.25)));
-  next.set(a.subarray(0, used));
-  return next;
-}
-
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 
@@ -458,20 +444,7 @@ export class FastTableDecoder {
    */
   constructor(plan: readonly ColumnPlan[], options: { readonly strings?: 'utf8' | 'exact' } = {}) {
     this.#exactStrings = options.strings === 'exact';
-    this.#kinds = Int8Array.from(plan, (c) => {
-      switch (c.kind) {
-        case 'number':
-          return NUMBER;
-        case 'date':
-          return DATE;
-        case 'datetime':
-          return DATETIME;
-        case 'boolean':
-          return BOOLEAN;
-        case 'string':
-          return usesDictionary(c.kind, c.descriptor) ? DICT : UTF8;
-      }
-    });
+    this.#kinds = Int8Array.from(plan, kindCode);
     this.#ids = plan.map((c) => c.id);
     this.#bytesPerRow = new Float64Array(plan.length).fill(32);
   }
@@ -953,36 +926,13 @@ export class FastTableDecoder {
     dicts: ByteDictionary[],
   ): DecodedColumns {
     const columns: DecodedColumn[] = [];
-    for (let j = 0; j < this.#kinds.length; j++) {
-      switch (this.#kinds[j]) {
-        case NUMBER:
-          columns.push({ kind: 'number', values: f64[j]!, valid: valid[j]! });
-          break;
-        case DATE:
-          columns.push({ kind: 'date', values: i32[j]!, valid: valid[j]! });
-          break;
-        case DATETIME:
-          columns.push({ kind: 'datetime', values: f64[j]!, valid: valid[j]! });
-          break;
-        case BOOLEAN:
-          columns.push({ kind: 'boolean', values: u8[j]! });
-          break;
-        case UTF8:
-          columns.push({ kind: 'utf8', offsets: i32[j]!, bytes: u8[j]!, valid: valid[j]! });
-          break;
-        default:
-          columns.push({ kind: 'dictionary', ids: i32[j]!, entries: dicts[j]!.entries() });
-      }
-    }
+    for (let j = 0; j < this.#kinds.length; j++)
+      columns.push(
+        decodedColumn(this.#kinds[j]!, f64[j]!, i32[j]!, u8[j]!, valid[j]!, () => dicts[j]!.entries()),
+      );
     return { length, columns };
   }
 }
-
-/**
- * String bytes reserved per page, over the last page's bytes per row: pages of one result are alike, and
- * a page that becomes a batch as it is keeps this slack (more than 1/8 unused and the batch copies).
- */
-const STRING_HEADROOM = 1.0625;
 
 /** Spare page buffers kept per decoder (pages in the window are decoded into fresh ones beyond this). */
 const MAX_SPARE = 4;
@@ -1005,9 +955,6 @@ function reuse<T extends Float64Array | Int32Array | Uint8Array>(
 /** Where `#rows` stopped (the index after the `rows` array). */
 let rowsEnd = 0;
 
-const EMPTY_F64 = new Float64Array(0);
-const EMPTY_I32 = new Int32Array(0);
-const EMPTY_U8 = new Uint8Array(0);
 const EMPTY_DICT = new ByteDictionary();
 
 /** `T000000Z` at `b[i]`. */

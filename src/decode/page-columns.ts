@@ -1,0 +1,97 @@
+/**
+ * What the two byte decoders (table JSON, CSV) share about the columns of the page they fill: each
+ * column's kind as a small integer for their hot `switch`es, how buffers grow and how much string room to
+ * reserve, and how a page's buffers become `DecodedColumn`s.
+ */
+
+import type { DecodedColumn } from '../convert/column-data.js';
+import type { ColumnPlan } from '../convert/plan.js';
+import { usesDictionary } from '../convert/schema.js';
+
+export const NUMBER = 0;
+export const DATE = 1;
+export const DATETIME = 2;
+export const BOOLEAN = 3;
+export const UTF8 = 4;
+export const DICT = 5;
+
+/** The kind code of a planned column (ticker-format strings are dictionary columns). */
+export function kindCode(column: ColumnPlan): number {
+  switch (column.kind) {
+    case 'number':
+      return NUMBER;
+    case 'date':
+      return DATE;
+    case 'datetime':
+      return DATETIME;
+    case 'boolean':
+      return BOOLEAN;
+    case 'string':
+      return usesDictionary(column.kind, column.descriptor) ? DICT : UTF8;
+  }
+}
+
+/**
+ * String bytes reserved per page, over the last page's bytes per row: pages of one result are alike, and
+ * a page that becomes a batch as it is keeps this slack (more than 1/8 unused and the batch copies).
+ */
+export const STRING_HEADROOM = 1.0625;
+
+/** `a`, or a copy of its first `used` elements in a longer array when it is shorter than `need`. */
+export function ensure<T extends Uint8Array | Int32Array | Float64Array>(
+  a: T,
+  need: number,
+  used: number,
+): T {
+  return a.length >= need ? a : grow(a, need, used);
+}
+
+export function grow<T extends Uint8Array | Int32Array | Float64Array>(a: T, need: number, used: number): T {
+  let cap = Math.max(16, a.length * 2);
+  while (cap < need) cap *= 2;
+  const next = new (a.constructor as new (n: number) => T)(cap);
+  next.set(a.subarray(0, used) as never);
+  return next;
+}
+
+/**
+ * A string column's bytes, grown by a quarter rather than doubled: a page's estimate is usually close, and
+ * doubling would leave the batch that adopts the page half empty (so it would be copied to trim it).
+ */
+export function growText(a: Uint8Array, need: number, used: number): Uint8Array {
+  const next = new Uint8Array(Math.max(need, Math.ceil(a.length * 1.25)));
+  next.set(a.subarray(0, used));
+  return next;
+}
+
+export const EMPTY_F64 = new Float64Array(0);
+export const EMPTY_I32 = new Int32Array(0);
+export const EMPTY_U8 = new Uint8Array(0);
+
+/**
+ * A column of a decoded page from the buffers of its kind: `f64` (numbers, timestamps), `i32` (days,
+ * string offsets, dictionary ids), `u8` (booleans, string bytes), `valid`; `entries` for a dictionary.
+ */
+export function decodedColumn(
+  kind: number,
+  f64: Float64Array,
+  i32: Int32Array,
+  u8: Uint8Array,
+  valid: Uint8Array,
+  entries: () => string[],
+): DecodedColumn {
+  switch (kind) {
+    case NUMBER:
+      return { kind: 'number', values: f64, valid };
+    case DATE:
+      return { kind: 'date', values: i32, valid };
+    case DATETIME:
+      return { kind: 'datetime', values: f64, valid };
+    case BOOLEAN:
+      return { kind: 'boolean', values: u8 };
+    case UTF8:
+      return { kind: 'utf8', offsets: i32, bytes: u8, valid };
+    default:
+      return { kind: 'dictionary', ids: i32, entries: entries() };
+  }
+}
