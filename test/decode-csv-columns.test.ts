@@ -194,6 +194,18 @@ describe('FastCsvDecoder', () => {
     expect(await agree(bytes)).toBe('fast');
   });
 
+  it('sizes string buffers by the body, not only by the last page (regression: a huge row, then RangeError)', () => {
+    const one = planColumns([mixedFields(SHORT_IDS)[5]!]);
+    const decoder = new FastCsvDecoder(one);
+    const wide = { start: 1, limit: 16_384 };
+    expect(decoder.decode(Buffer.from(`s\r\n${'x'.repeat(300_000)}\r\n`), wide)?.length).toBe(1);
+    // 300 kB per row x 16,384 rows was the next page's first guess: over 4 GiB, a RangeError.
+    const page = decoder.decode(Buffer.from('s\r\nshort\r\n'), wide);
+    expect(page?.length).toBe(1);
+    const strings = page!.columns[0]!;
+    expect(strings.kind === 'utf8' && strings.bytes.length).toBeLessThanOrEqual(1024);
+  });
+
   it.each(DATASETS.map((d) => d.id))(
     'gives byte-identical Arrow IPC and equal rows to the reference over HTTP: %s',
     async (dataset) => {

@@ -290,6 +290,20 @@ describe('FastTableDecoder', () => {
     }
   });
 
+  it('sizes string buffers by the body, not only by the last page (regression: a huge row, then decline)', () => {
+    const decoder = new FastTableDecoder(plan);
+    const wide = { start: 1, limit: 16_384 };
+    const huge = ['nasdaq:aapl', '20240101', '20240101T000000Z', 1, true, 'x'.repeat(300_000)];
+    expect(decoder.decode(Buffer.from(JSON.stringify(envelope([huge]))), wide)?.length).toBe(1);
+    // 300 kB per row x 16,384 rows was the next page's first guess: over 4 GiB, so the page was declined.
+    const small = ['nasdaq:aapl', '20240101', '20240101T000000Z', 1, true, 'short'];
+    const body = Buffer.from(JSON.stringify(envelope([small])));
+    const page = decoder.decode(body, wide);
+    expect(page?.length).toBe(1);
+    const strings = page!.columns[5]!;
+    expect(strings.kind === 'utf8' && strings.bytes.length).toBeLessThanOrEqual(Math.max(1024, body.length));
+  });
+
   it.each(DATASETS.map((d) => d.id))(
     'gives byte-identical Arrow IPC to the JSON.parse path over HTTP: %s',
     async (dataset) => {

@@ -35,7 +35,7 @@ import {
   growText,
   kindCode,
   NUMBER,
-  STRING_HEADROOM,
+  stringBytesGuess,
   UTF8,
 } from './page-columns.js';
 
@@ -88,7 +88,8 @@ export class FastCsvDecoder {
     try {
       return this.#decode(body, where, core);
     } catch (error) {
-      if (error instanceof Bail) return undefined;
+      // RangeError: a buffer that could not grow (a page beyond typed-array limits): the reference decides.
+      if (error instanceof Bail || error instanceof RangeError) return undefined;
       throw error;
     }
   }
@@ -110,7 +111,7 @@ export class FastCsvDecoder {
           k === BOOLEAN
             ? new Uint8Array(cap)
             : k === UTF8
-              ? new Uint8Array(Math.max(1024, Math.ceil(this.#bytesPerRow[j]! * cap * STRING_HEADROOM)))
+              ? new Uint8Array(stringBytesGuess(this.#bytesPerRow[j]!, cap, body.length))
               : EMPTY_U8,
         valid: k === BOOLEAN || k === DICT ? EMPTY_U8 : new Uint8Array(cap),
         pos: 0,

@@ -37,6 +37,15 @@ export function kindCode(column: ColumnPlan): number {
  */
 export const STRING_HEADROOM = 1.0625;
 
+/**
+ * The first size of a string column's byte buffer for a page of `rows` rows: the last page's bytes per
+ * row with headroom, but never more than the body (a column's bytes never exceed it; one huge page must
+ * not make every later page ask for gigabytes).
+ */
+export function stringBytesGuess(bytesPerRow: number, rows: number, bodyLength: number): number {
+  return Math.max(1024, Math.min(bodyLength, Math.ceil(bytesPerRow * rows * STRING_HEADROOM)));
+}
+
 /** `a`, or a copy of its first `used` elements in a longer array when it is shorter than `need`. */
 export function ensure<T extends Uint8Array | Int32Array | Float64Array>(
   a: T,

@@ -34,7 +34,7 @@ import {
   growText,
   kindCode,
   NUMBER,
-  STRING_HEADROOM,
+  stringBytesGuess,
   UTF8,
 } from './page-columns.js';
 
@@ -574,11 +574,7 @@ export class FastTableDecoder {
         k === BOOLEAN
           ? reuse(spare?.u8[j], cap, Uint8Array)
           : k === UTF8
-            ? reuse(
-                spare?.u8[j],
-                Math.max(1024, Math.ceil(this.#bytesPerRow[j]! * cap * STRING_HEADROOM)),
-                Uint8Array,
-              )
+            ? reuse(spare?.u8[j], stringBytesGuess(this.#bytesPerRow[j]!, cap, b.length), Uint8Array)
             : EMPTY_U8,
       );
       valid.push(k === BOOLEAN || k === DICT ? EMPTY_U8 : reuse(spare?.valid[j], cap, Uint8Array));
