@@ -1,9 +1,13 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { pathToFileURL } from 'node:url';
 import { parse } from 'csv-parse/sync';
 import ExcelJS from 'exceljs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FieldDescriptor, WireValue } from '../src/core/wire.js';
 import { datasetFields, type Emulator, queryRows, startEmulator } from '../src/emulator/index.js';
+import { ensureBuilt, ROOT } from './cli-helpers.js';
 import { CSV, createQuery, MAP, page, TABLE, XLS, XLSX } from './emulator-helpers.js';
 
 let emu: Emulator;
@@ -151,6 +155,21 @@ describe('XLSX', () => {
           : v;
       expect(raw.map((r) => r.map(undoEscapes))).toEqual(table.rows);
     }
+  });
+
+  it('loads exceljs at the first workbook, not with the emulator or the client', () => {
+    const entry = join(ROOT, 'dist', 'emulator', 'index.js');
+    ensureBuilt(entry);
+    // exceljs is CommonJS: once imported it sits in the shared require cache.
+    const script = [
+      "import { createRequire } from 'node:module';",
+      `await import(${JSON.stringify(pathToFileURL(entry).href)});`,
+      `await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'index.js')).href)});`,
+      'const cache = createRequire(import.meta.url).cache;',
+      "console.log(Object.keys(cache).some((k) => k.includes('exceljs')));",
+    ].join('\n');
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT });
+    expect(out.toString().trim()).toBe('false');
   });
 
   it('is not offered by store_locations', async () => {

@@ -1,5 +1,4 @@
 import { PassThrough } from 'node:stream';
-import ExcelJS from 'exceljs';
 import type { PageData } from './page.js';
 
 /**
@@ -22,6 +21,9 @@ function escapeRow(row: readonly unknown[]): unknown[] {
 }
 
 export async function xlsx(page: PageData): Promise<Buffer> {
+  // Loaded on the first XLSX page, not with the emulator: exceljs costs ~18 MB of RSS in every process that
+  // imports the emulator (the CLI starts one in-process), and most never serve a workbook.
+  const { default: ExcelJS } = await import('exceljs');
   const chunks: Buffer[] = [];
   const stream = new PassThrough();
   stream.on('data', (chunk: Buffer) => chunks.push(chunk));
