@@ -1,7 +1,6 @@
 // Pieces the benchmarks share: real emulator pages to time in process, and the naive row-object loop the
 // library's row output is compared with.
 import { request } from 'undici';
-import { startEmulator } from '../dist/emulator/index.js';
 
 /**
  * The first `rows` rows of an unfiltered query on `dataset`, as raw table-JSON page bodies of `page` rows,
@@ -9,6 +8,9 @@ import { startEmulator } from '../dist/emulator/index.js';
  * @returns {Promise<{ buf: Buffer, where: { start: number, limit: number } }[]>}
  */
 export async function emulatorPages(dataset, rows, page) {
+  // Imported here, not at the top: the scenario processes import this module for `naiveRowMaker`, and their
+  // peak RSS must be the client's alone, without the emulator's modules.
+  const { startEmulator } = await import('../dist/emulator/index.js');
   const emu = await startEmulator({ port: 0, apiKey: 'k' });
   const headers = { authorization: 'token k', 'x-api-version': '20151130' };
   try {
