@@ -65,7 +65,9 @@ export async function openConnection(
     return { client, baseUrl: client.baseUrl, embedded: false, close: () => client.close() };
   }
   const { startEmulator } = await import('../emulator/index.js');
-  const emulator = await startEmulator({ port: 0 });
+  // No page cache: one command reads each page once, and the default 256 MiB cache only grew the process
+  // (`dqs query job_listings --out x.arrow`: peak RSS 604 MB with it, 446 MB without).
+  const emulator = await startEmulator({ port: 0, pageCacheSize: 0 });
   const client = new DatasetClient({ baseUrl: emulator.url, apiKey: emulator.apiKey });
   notice(`no DQS_BASE_URL given; using the embedded emulator at ${emulator.url} (synthetic data)`);
   return {
