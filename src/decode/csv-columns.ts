@@ -21,7 +21,7 @@ import type { ColumnKind } from '../convert/column-kind.js';
 import { dateDaysAt } from '../convert/dates.js';
 import type { ColumnPlan } from '../convert/plan.js';
 import { toBooleanBit, toDateDays, toNumber, toText, toTimestampMs } from '../convert/values.js';
-import { coreOf, fieldValue, PARSER_OPTIONS } from './csv.js';
+import { type CsvCore, coreOf, fieldValue, PARSER_OPTIONS } from './csv.js';
 import {
   BOOLEAN,
   DATE,
@@ -46,7 +46,10 @@ const BAIL = new Bail('not an ordinary CSV page');
 /** Strings shorter than this are copied by a loop: `Buffer#copy`'s call costs more than the bytes. */
 const SHORT_COPY = 24;
 
-/** Per-column storage of the page being decoded; `values` is the Float64/Int32/Uint8 array of its kind. */
+/**
+ * Per-column storage of the page being decoded: the buffers of its kind, as `decodedColumn()` takes them
+ * (`f64` numbers and timestamps, `i32` days, string offsets or dictionary ids, `u8` booleans or string bytes).
+ */
 interface Column {
   kind: number;
   f64: Float64Array;
@@ -60,6 +63,7 @@ interface Column {
   ids: Map<string, number>;
 }
 
+/** The column kind of each kind code (NUMBER ... DICT, in that order), for `fieldValue`. */
 const KIND_NAMES: readonly ColumnKind[] = ['number', 'date', 'datetime', 'boolean', 'string', 'string'];
 
 /**
@@ -94,7 +98,7 @@ export class FastCsvDecoder {
     }
   }
 
-  #decode(body: Buffer, where: PageRange, core: NonNullable<ReturnType<typeof coreOf>>): DecodedColumns {
+  #decode(body: Buffer, where: PageRange, core: CsvCore): DecodedColumns {
     const kinds = this.#kinds;
     const ids = this.#ids;
     const width = kinds.length;
