@@ -5,7 +5,6 @@
  * declines every page the reference rejects, so the stream reports the reference's error.
  */
 
-import { pipeline } from 'node:stream/promises';
 import { Table, tableToIPC } from 'apache-arrow';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -20,7 +19,6 @@ import type { WireValue } from '../src/core/wire.js';
 import { FastCsvDecoder } from '../src/decode/csv-columns.js';
 import { decodeCsv } from '../src/decode/index.js';
 import { DATASETS } from '../src/emulator/datasets/index.js';
-import { toArrowIpc } from '../src/index.js';
 import {
   chunked,
   collect,
@@ -31,7 +29,7 @@ import {
   wireTimestamp,
   writeCsv,
 } from './convert-fixtures.js';
-import { setup } from './helpers.js';
+import { allOf, ipcBytes, setup } from './helpers.js';
 
 const where = { start: 1, limit: 1000 };
 const fields = mixedFields(SHORT_IDS);
@@ -212,26 +210,12 @@ describe('FastCsvDecoder', () => {
       const { client } = await setup({ seed: 5, rowCap: 3000 });
       const options = (decoder: 'fast' | 'json') =>
         ({ format: 'csv', pageSize: 700, concurrency: 3, decoder }) as const;
-      const ipcOf = async (decoder: 'fast' | 'json') => {
-        const chunks: Buffer[] = [];
-        await pipeline(
-          client.stream(dataset, {}, options(decoder)),
-          toArrowIpc({ format: 'stream' }),
-          async (bytes: AsyncIterable<Buffer>) => {
-            for await (const b of bytes) chunks.push(b);
-          },
-        );
-        return Buffer.concat(chunks);
-      };
+      const ipcOf = (decoder: 'fast' | 'json') => ipcBytes(client.stream(dataset, {}, options(decoder)));
       const [a, b] = [await ipcOf('fast'), await ipcOf('json')];
       expect(a.length).toBeGreaterThan(1000);
       expect(a.equals(b)).toBe(true);
-      const rowsOf = async (decoder: 'fast' | 'json') => {
-        const out: unknown[] = [];
-        for await (const r of client.stream(dataset, {}, { ...options(decoder), output: 'rows' }))
-          out.push(r);
-        return out;
-      };
+      const rowsOf = (decoder: 'fast' | 'json') =>
+        allOf(client.stream(dataset, {}, { ...options(decoder), output: 'rows' }));
       const [fastRows, referenceRows] = [await rowsOf('fast'), await rowsOf('json')];
       expect(fastRows.length).toBe(3000);
       expect(fastRows).toEqual(referenceRows);

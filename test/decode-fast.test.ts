@@ -5,7 +5,6 @@
  * (a DecodeError, an InvalidValueError) it must decline, so the stream reports the reference's error.
  */
 
-import { pipeline } from 'node:stream/promises';
 import { Table, tableToIPC } from 'apache-arrow';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -20,9 +19,8 @@ import type { WireValue } from '../src/core/wire.js';
 import { parseTablePage } from '../src/decode/index.js';
 import { FastTableDecoder } from '../src/decode/table-json-fast.js';
 import { DATASETS } from '../src/emulator/datasets/index.js';
-import { toArrowIpc } from '../src/index.js';
 import { field, trickyText, wireDate, wireTimestamp } from './convert-fixtures.js';
-import { setup } from './helpers.js';
+import { allOf, ipcBytes, setup } from './helpers.js';
 
 const where = { start: 1, limit: 1000 };
 const fields = [
@@ -308,18 +306,14 @@ describe('FastTableDecoder', () => {
     'gives byte-identical Arrow IPC to the JSON.parse path over HTTP: %s',
     async (dataset) => {
       const { client } = await setup({ seed: 11, rowCap: 4000 });
-      const ipcOf = async (decoder: 'fast' | 'json', batchSize: number | undefined) => {
-        const chunks: Buffer[] = [];
-        const stream = client.stream(
-          dataset,
-          {},
-          { pageSize: 700, concurrency: 3, ...(batchSize ? { batchSize } : {}), decoder },
+      const ipcOf = (decoder: 'fast' | 'json', batchSize: number | undefined) =>
+        ipcBytes(
+          client.stream(
+            dataset,
+            {},
+            { pageSize: 700, concurrency: 3, ...(batchSize ? { batchSize } : {}), decoder },
+          ),
         );
-        await pipeline(stream, toArrowIpc({ format: 'stream' }), async (bytes: AsyncIterable<Buffer>) => {
-          for await (const b of bytes) chunks.push(b);
-        });
-        return Buffer.concat(chunks);
-      };
       // Batches across pages (appended and flushed), and one batch per page (the page's buffers adopted).
       for (const batchSize of [1000, undefined]) {
         const [a, b] = [await ipcOf('fast', batchSize), await ipcOf('json', batchSize)];
@@ -327,12 +321,8 @@ describe('FastTableDecoder', () => {
         expect(a.equals(b)).toBe(true);
       }
       // Row objects too.
-      const rowsOf = async (decoder: 'fast' | 'json') => {
-        const out: unknown[] = [];
-        for await (const r of client.stream(dataset, {}, { output: 'rows', pageSize: 700, decoder }))
-          out.push(r);
-        return out;
-      };
+      const rowsOf = (decoder: 'fast' | 'json') =>
+        allOf(client.stream(dataset, {}, { output: 'rows', pageSize: 700, decoder }));
       const [fastRows, jsonRows] = [await rowsOf('fast'), await rowsOf('json')];
       expect(fastRows.length).toBe(4000);
       expect(fastRows).toEqual(jsonRows);

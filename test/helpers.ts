@@ -1,7 +1,9 @@
 /** Test helpers: a real emulator on 127.0.0.1:0 and a client pointed at it; both closed after each test. */
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { afterEach } from 'vitest';
 import { type EmulatorOptions, startEmulator } from '../src/emulator/index.js';
-import { DatasetClient } from '../src/index.js';
+import { DatasetClient, toArrowIpc } from '../src/index.js';
 import type { ClientOptions } from '../src/transport/options.js';
 
 type Emulator = Awaited<ReturnType<typeof startEmulator>>;
@@ -38,4 +40,20 @@ export async function expectRejects<E>(promise: Promise<unknown>, check: (err: E
     return err as E;
   }
   throw new Error('expected a rejection');
+}
+
+/** A result stream's batches as Arrow IPC stream bytes (what the decoder parity tests compare). */
+export async function ipcBytes(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  await pipeline(stream, toArrowIpc({ format: 'stream' }), async (bytes: AsyncIterable<Buffer>) => {
+    for await (const b of bytes) chunks.push(b);
+  });
+  return Buffer.concat(chunks);
+}
+
+/** Everything a stream emits (row objects, for `output: 'rows'`). */
+export async function allOf(stream: Readable): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for await (const item of stream) out.push(item);
+  return out;
 }

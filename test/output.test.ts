@@ -8,7 +8,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { DataType, type RecordBatch, tableFromIPC } from 'apache-arrow';
 import { parse } from 'csv-parse/sync';
 import pl from 'nodejs-polars';
@@ -21,6 +20,7 @@ import { decodeDictionaries, withoutDictionaries } from '../src/output/dictionar
 import { arrowIpcTransform } from '../src/output/ipc-transform.js';
 import { toJsonl } from '../src/output/jsonl.js';
 import { toParquet } from '../src/output/parquet.js';
+import { duck } from './cli-helpers.js';
 
 function field(id: string, type: string, format: string | null = null): FieldDescriptor {
   return { id, display_name: id, summary: '', type, format, metric: false, length: 0, options: [] };
@@ -133,17 +133,6 @@ describe('toJsonl', () => {
 });
 
 describe('toParquet', () => {
-  async function duck(sql: string): Promise<Record<string, unknown>[]> {
-    const db = await DuckDBInstance.create(':memory:');
-    const conn = await db.connect();
-    try {
-      return (await conn.runAndReadAll(sql)).getRowObjectsJson() as Record<string, unknown>[];
-    } finally {
-      conn.closeSync();
-      db.closeSync();
-    }
-  }
-
   it('writes every type so DuckDB reads the right types and values, in row groups, zstd', async () => {
     const many: WireValue[][] = [];
     for (let i = 0; i < 2000; i++)
