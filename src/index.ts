@@ -37,6 +37,7 @@ export {
   AbortError,
   AuthenticationError,
   BadRequestError,
+  ContentEncodingError,
   DecodeError,
   DqsError,
   type DqsErrorCode,
