@@ -3,6 +3,7 @@
  * unknown), and that inflating cannot run it out of memory. A small proxy in front of the emulator plays
  * the front end (nginx, a CDN) that compresses, or misbehaves; every test talks HTTP on 127.0.0.1.
  */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as zlib from 'node:zlib';
@@ -15,6 +16,8 @@ import {
   InvalidArgumentError,
   ResponseTooLargeError,
 } from '../src/index.js';
+import type { PageTiming } from '../src/query/page-fetcher.js';
+import { CompressionChoice } from '../src/transport/compression-choice.js';
 import { SUPPORTED_CODINGS } from '../src/transport/content-encoding.js';
 import { expectRejects, ipcBytes, setup } from './helpers.js';
 
@@ -279,6 +282,75 @@ describe('compressed transfer', () => {
     } finally {
       await t.close();
     }
+  });
+
+  it("publishes each page's codings, wire and decoded bytes and timings on 'dqs-client:page'", async () => {
+    const t = await viaFrontEnd({ kind: 'negotiate' }, { compression: ['gzip'] });
+    const pages: PageTiming[] = [];
+    const listener = (m: unknown) => pages.push(m as PageTiming);
+    subscribe('dqs-client:page', listener);
+    try {
+      const result = await t.client.query('job_listings', {});
+      await result.toTable({ pageSize: 1000 });
+      expect(pages.map((p) => p.start).sort((a, b) => a - b)).toEqual([1, 1001, 2001]);
+      for (const p of pages) {
+        expect(p.codings).toEqual(['gzip']);
+        // job_listings table JSON gzips ~7x at level 1
+        expect(p.wireBytes).toBeLessThan(p.bytes / 3);
+        expect(p.waitMs).toBeGreaterThanOrEqual(0);
+        expect(p.bodyMs).toBeGreaterThanOrEqual(0);
+        expect(p.decodeMs).toBeGreaterThanOrEqual(0);
+      }
+    } finally {
+      unsubscribe('dqs-client:page', listener);
+      await t.close();
+    }
+  });
+
+  it("'auto' asks the first result page compressed and the second plain, then keeps measuring", async () => {
+    const t = await viaFrontEnd({ kind: 'negotiate' });
+    try {
+      const result = await t.client.query('job_listings', {});
+      await result.toTable({ pageSize: 300, concurrency: 1 });
+      const gets = t.proxy.seen.filter((s) => isPage(s.path)).map((s) => s.acceptEncoding);
+      expect(gets.length).toBe(10);
+      expect(gets[0]).toBe(SUPPORTED_CODINGS.join(', '));
+      expect(gets[1]).toBe('identity');
+      // JSON answers always ask: they are small, and a front end may compress them anyway.
+      const json = t.proxy.seen.filter((s) => !isPage(s.path)).map((s) => s.acceptEncoding);
+      expect(new Set(json)).toEqual(new Set([SUPPORTED_CODINGS.join(', ')]));
+      expect(t.client.http.compressionMeasured).toHaveProperty('plain');
+      expect(t.client.http.compressionMeasured).toHaveProperty('compressed');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('the measured choice keeps the cheaper way and retries the other ever less often', () => {
+    const run = (onMsPerMB: number, offMsPerMB: number, pages: number) => {
+      const choice = new CompressionChoice();
+      const asked: boolean[] = [];
+      for (let i = 0; i < pages; i++) {
+        const on = choice.next();
+        asked.push(on);
+        choice.record(on, 4_000_000, 4 * (on ? onMsPerMB : offMsPerMB));
+      }
+      return asked;
+    };
+    // A slow link: compressed 12 ms/MB against 80 plain.
+    const slow = run(12, 80, 500);
+    expect(slow.slice(0, 2)).toEqual([true, false]);
+    const plainPages = slow.map((on, i) => (on ? -1 : i)).filter((i) => i >= 0);
+    expect(plainPages).toEqual([1, 17, 81, 337]);
+    // Loopback, where compressing costs more than it saves: plain, with rare compressed tries.
+    // The loser was within 2x: retried at gaps doubling from 16.
+    const fast = run(3, 2, 500);
+    expect(fast.map((on, i) => (on ? i : -1)).filter((i) => i >= 0)).toEqual([0, 17, 49, 113, 241, 497]);
+    // Bodies under 64 KiB are not measured: they would time round trips, not bytes.
+    const small = new CompressionChoice();
+    small.next();
+    small.record(true, 1000, 50);
+    expect(small.measured).toEqual({});
   });
 
   it('a lying Content-Encoding (says gzip, sends plain) is a ContentEncodingError naming the coding and the request', async () => {
