@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from '../core/errors.js';
 import { ROW_CAP } from '../core/wire.js';
+import { ALL_CODINGS, AVAILABLE_CODINGS, type ContentCoding } from './compression.js';
 import type { FaultHook } from './faults.js';
 import { describeValue } from './messages.js';
 
@@ -83,6 +84,27 @@ export interface EmulatorOptions {
    * @default undefined (no faults)
    */
   readonly fault?: FaultHook;
+  /**
+   * Compression of JSON and CSV bodies of 256 bytes or more, by the request's `Accept-Encoding`, as a
+   * front end does. `false` turns it off; `level` (1-9, default 1 as nginx) applies to every coding (gzip
+   * and deflate level, brotli quality, zstd level); `codings` lists those offered, in the order preferred
+   * when the client weighs them equally (default gzip, br, zstd where the runtime has it, deflate).
+   * @default true
+   */
+  readonly compression?: boolean | CompressionOptions;
+}
+
+export interface CompressionOptions {
+  /** @default 1 */
+  readonly level?: number;
+  /** @default ['gzip', 'br', 'zstd' (only where `zlib.zstdCompress` exists), 'deflate'] */
+  readonly codings?: readonly ContentCoding[];
+}
+
+/** Compression with defaults applied; `codings` empty when off. */
+export interface NormalizedCompression {
+  readonly level: number;
+  readonly codings: readonly ContentCoding[];
 }
 
 /** Options with every default applied. */
@@ -102,9 +124,10 @@ export interface NormalizedOptions {
   readonly pageCacheBytes: number;
   readonly requestLogLimit: number;
   readonly fault: FaultHook | undefined;
+  readonly compression: NormalizedCompression;
 }
 
-export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault'> = Object.freeze({
+export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault' | 'compression'> = Object.freeze({
   host: '127.0.0.1',
   port: 0,
   apiKey: 'demo',
@@ -121,7 +144,7 @@ export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault'> = Object.freeze({
   requestLogLimit: 10_000,
 });
 
-const KNOWN = new Set<string>([...Object.keys(DEFAULT_OPTIONS), 'fault']);
+const KNOWN = new Set<string>([...Object.keys(DEFAULT_OPTIONS), 'fault', 'compression']);
 
 function fail(name: string, expected: string, value: unknown): never {
   throw new InvalidArgumentError(name, `Expected ${expected}, got ${describeValue(value)}`);
@@ -150,6 +173,42 @@ function basePath(value: unknown): string {
     segments.slice(1).every((s) => BASE_PATH_SEGMENT.test(s) && s !== '.' && s !== '..');
   if (!valid) fail('basePath', expected, value);
   return trimmed;
+}
+
+function compression(value: unknown): NormalizedCompression {
+  if (value === undefined || value === true) return { level: 1, codings: AVAILABLE_CODINGS };
+  if (value === false) return { level: 1, codings: [] };
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    fail('compression', 'a boolean or an object { level, codings }', value);
+  }
+  const o = value as CompressionOptions;
+  for (const key of Object.keys(o)) {
+    if (key !== 'level' && key !== 'codings') {
+      throw new InvalidArgumentError(
+        `compression.${key}`,
+        'Unknown compression option; known: level, codings',
+      );
+    }
+  }
+  const level = integer('compression.level', o.level, 1, 1, 9);
+  if (o.codings === undefined) return { level, codings: AVAILABLE_CODINGS };
+  if (!Array.isArray(o.codings))
+    fail('compression.codings', `an array of ${ALL_CODINGS.join(', ')}`, o.codings);
+  const codings: ContentCoding[] = [];
+  for (const [i, coding] of (o.codings as unknown[]).entries()) {
+    if (!ALL_CODINGS.includes(coding as ContentCoding)) {
+      fail(`compression.codings[${i}]`, `one of ${ALL_CODINGS.join(', ')}`, coding);
+    }
+    if (!AVAILABLE_CODINGS.includes(coding as ContentCoding)) {
+      fail(
+        `compression.codings[${i}]`,
+        `a coding this Node runtime has (${AVAILABLE_CODINGS.join(', ')}; zstd needs zlib.zstdCompress, Node >= 22.15)`,
+        coding,
+      );
+    }
+    if (!codings.includes(coding as ContentCoding)) codings.push(coding as ContentCoding);
+  }
+  return { level, codings };
 }
 
 /** Applies defaults and validates, without touching the caller's object. */
@@ -218,5 +277,6 @@ export function normalizeOptions(options: EmulatorOptions = {}): NormalizedOptio
       Number.MAX_SAFE_INTEGER,
     ),
     fault,
+    compression: compression(options.compression),
   };
 }

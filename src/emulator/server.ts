@@ -5,6 +5,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { encodeReply } from './encode.js';
 import { checkFault, type Fault, faultReply } from './faults.js';
 import type { RouteRequest, ServiceState } from './handlers/context.js';
 import { capText, quote } from './messages.js';
@@ -28,6 +29,10 @@ export interface RequestRecord {
   readonly query: Readonly<Record<string, string>>;
   /** The `Accept` header, or null when absent. */
   readonly accept: string | null;
+  /** The `Accept-Encoding` header, or null when absent. */
+  readonly acceptEncoding: string | null;
+  /** `Content-Encoding` answered (e.g. `gzip`), null for none; set with `status`. */
+  encoding: string | null;
   /** Status answered; null until the headers go out (and for ever when the fault was `reset`). */
   status: number | null;
   /** When the request arrived, ms since the epoch. */
@@ -149,6 +154,8 @@ class EmulatorServer implements Emulator {
       path: target.path,
       query: target.query ?? {},
       accept: req.headers.accept ?? null,
+      acceptEncoding: req.headers['accept-encoding'] ?? null,
+      encoding: null,
       status: null,
       at: Date.now(),
     };
@@ -189,7 +196,15 @@ class EmulatorServer implements Emulator {
       }
       if (fault?.kind === 'status') reply = faultReply(fault);
       reply ??= await this.#route(req, target);
+      reply = await encodeReply(
+        reply,
+        req.headers['accept-encoding'],
+        options.compression,
+        this.#state.pages,
+        fault,
+      );
       if (signal.aborted) throw signal.reason;
+      record.encoding = reply.headers['Content-Encoding'] ?? null;
       record.status = reply.status;
       await transmit(res, reply, fault, signal);
     } catch (err) {

@@ -1,7 +1,7 @@
 /** `dqs serve`: runs the emulator (synthetic data, the real wire protocol) until Ctrl-C. */
-import { flag, int, JSON_OPTION, positionals, str } from '../args.js';
+import { flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
-import { LocalError, systemReason } from '../errors.js';
+import { LocalError, systemReason, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { printJson } from '../print.js';
 
@@ -28,6 +28,15 @@ export const serveCommand: Command = {
       arg: 'N',
       help: 'Largest page served; larger limits are clamped (default 100000).',
     },
+    'no-compression': {
+      type: 'boolean',
+      help: 'Send every body as it is, whatever Accept-Encoding asks (default: gzip/br/deflate JSON and CSV).',
+    },
+    'compression-level': {
+      type: 'string',
+      arg: 'N',
+      help: 'Compression level 1-9 of gzip, deflate and brotli (default 1, as nginx).',
+    },
     ...JSON_OPTION,
   },
   connects: false,
@@ -43,6 +52,7 @@ export const serveCommand: Command = {
       ...optional('seed', int('serve', v, 'seed', 0, 0xffffffff)),
       ...optional('queryDelayMs', int('serve', v, 'query-delay-ms', 0)),
       ...optional('maxPageSize', int('serve', v, 'max-page-size', 1)),
+      ...compressionOption(v),
     };
     const { startEmulator } = await import('../../emulator/index.js');
     let emulator: Awaited<ReturnType<typeof startEmulator>>;
@@ -75,6 +85,16 @@ export const serveCommand: Command = {
     }
   },
 };
+
+function compressionOption(v: Values): { compression?: false | { level: number } } {
+  const level = int('serve', v, 'compression-level', 1, 9);
+  if (flag(v, 'no-compression')) {
+    if (level !== undefined)
+      throw new UsageError('--compression-level makes no sense with --no-compression', 'serve');
+    return { compression: false };
+  }
+  return level === undefined ? {} : { compression: { level } };
+}
 
 /** `{ [key]: value }` only when defined (exactOptionalPropertyTypes forbids explicit undefined). */
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {

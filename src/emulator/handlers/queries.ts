@@ -134,5 +134,5 @@ export async function readResults(
       lastDateUpdated: dataset.lastDateUpdated,
     }),
   );
-  return { status: 200, headers: { ...headers, 'Content-Type': CONTENT_TYPES[format] }, body };
+  return { status: 200, headers: { ...headers, 'Content-Type': CONTENT_TYPES[format] }, body, cacheKey: key };
 }
