@@ -4,7 +4,7 @@
  */
 export {
   type DuckDBConnectionLike,
-  MissingPackageError,
+  type PolarsDataFrameLike,
   type PolarsLike,
   type ToDuckDBOptions,
   type ToPolarsOptions,
@@ -45,6 +45,7 @@ export {
   HttpError,
   InvalidArgumentError,
   InvalidValueError,
+  MissingPackageError,
   NetworkError,
   NotAcceptableError,
   NotFoundError,
