@@ -51,6 +51,7 @@ export {
   ProtocolError,
   RateLimitedError,
   ResponseTooLargeError,
+  RowLimitError,
   ServerError,
   TimeoutError,
   TruncatedError,

@@ -46,6 +46,8 @@ export interface PageFetchContext {
   readonly timeoutMs?: number | undefined;
   /** Told about each retried page request (the stream steps its concurrency down on 429s). */
   readonly onRetry?: ((event: RetryEvent) => void) | undefined;
+  /** Opens a page's response another way (a page already read with the query); default: a GET. */
+  readonly openPage?: ((range: PageRange, signal: AbortSignal) => Promise<HttpResponse>) | undefined;
 }
 
 /** Rows of a page as the decoders give them: wire rows (JSON.parse, CSV, XLSX) or decoded columns. */
@@ -86,14 +88,16 @@ function checkFields(fields: readonly { id: string }[], plan: readonly ColumnPla
 }
 
 async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSignal): Promise<Piece> {
-  const response = await ctx.client.openPage(ctx.datasetId, ctx.queryId, {
-    start: sub.start,
-    limit: sub.limit,
-    mediaType: ctx.mediaType,
-    signal,
-    timeoutMs: ctx.timeoutMs,
-    retry: false,
-  });
+  const response = ctx.openPage
+    ? await ctx.openPage(sub, signal)
+    : await ctx.client.openPage(ctx.datasetId, ctx.queryId, {
+        start: sub.start,
+        limit: sub.limit,
+        mediaType: ctx.mediaType,
+        signal,
+        timeoutMs: ctx.timeoutMs,
+        retry: false,
+      });
   try {
     if (ctx.format === 'json') {
       const decoder = ctx.tableDecoder;
