@@ -452,7 +452,7 @@ describe('dqs query: interrupted', () => {
           if (answered.length >= 2) break;
           await new Promise((r) => setTimeout(r, 25));
         }
-        expect((await readdir(dir)).some((f) => f.startsWith('x.parquet.partial-'))).toBe(true);
+        expect((await readdir(dir)).some((f) => /^\.x\.parquet\.\d+-[0-9a-f]{16}\.tmp$/.test(f))).toBe(true);
         child.kill(signal);
         const run = await done;
         expect(run.code).toBe(code);

@@ -5,10 +5,12 @@
  *     <outDir>/dataset=<dataset>/ticker=<ticker>/part-0.parquet
  *
  * Invariants:
- * - **A partition is finished exactly when its final file exists.** Bytes go to a hidden temporary file in
- *   the partition's directory (`.part-0.parquet.<pid>-<n>.tmp`: a `*.parquet` glob never matches it,
- *   Spark and Trino skip hidden files) which is flushed and renamed into place when complete. So a re-run
- *   skips finished partitions (resume), and an interrupted one leaves no half file an engine would read.
+ * - **A partition is finished exactly when its final file exists.** Bytes go through a `SafeFile`
+ *   (core/safe-file): a hidden temporary file with a random name in the partition's directory
+ *   (`.part-0.parquet.<pid>-<random>.tmp`: a `*.parquet` glob never matches it, Spark and Trino skip
+ *   hidden files), never opened through a link, fsynced and renamed into place when complete. So a re-run
+ *   skips finished partitions (resume), an interrupted one leaves no half file an engine would read, and
+ *   the leftovers of a killed run are removed by the next one (never those of a run still going).
  * - **Partition values are percent-encoded** as DuckDB's own `PARTITION_BY` writer does: every byte of the
  *   UTF-8 value except `A-Z a-z 0-9 - . _ ~` becomes `%XX` (`nasdaq:aapl` → `ticker=nasdaq%3Aaapl`).
  *   DuckDB, Polars, Spark and Hive decode it back when reading; no value can make a path separator.
@@ -32,13 +34,14 @@
  * });
  * // duckdb: SELECT ticker, count(*) FROM read_parquet('lake/dataset=job_listings/*\/*.parquet', hive_partitioning = true) GROUP BY ticker
  */
-import { createWriteStream, openAsBlob, unlinkSync } from 'node:fs';
-import { mkdir, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { openAsBlob } from 'node:fs';
+import { mkdir, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { DatasetClient } from '../client.js';
 import { abortReason } from '../core/abortable.js';
 import { InvalidArgumentError, safeRepr } from '../core/errors.js';
+import { SafeFile } from '../core/safe-file.js';
 import type { QueryBody } from '../core/wire.js';
 import { loadParquetWasm, type ParquetOptions, toParquet } from '../output/parquet.js';
 import { RowCounter } from '../output/row-counter.js';
@@ -138,30 +141,6 @@ export function datasetDirectory(outDir: string, dataset: string): string {
 export function partitionPath(outDir: string, dataset: string, ticker: string): string {
   return join(datasetDirectory(outDir, dataset), `ticker=${hivePartitionValue(ticker)}`, PARTITION_FILE);
 }
-
-// Temporary files being written, removed at exit should the process end without its cleanup (a second
-// Ctrl-C in the CLI exits at once). A temporary file is never of use after the process that wrote it.
-const liveTemps = new Set<string>();
-let exitHookInstalled = false;
-let tempCounter = 0;
-
-function trackTemp(path: string): void {
-  if (!exitHookInstalled) {
-    exitHookInstalled = true;
-    process.on('exit', () => {
-      for (const p of liveTemps) {
-        try {
-          unlinkSync(p);
-        } catch {
-          // Already renamed or removed.
-        }
-      }
-    });
-  }
-  liveTemps.add(path);
-}
-
-const TEMP_NAME = /^\.part-0\.parquet\.\d+-\d+\.tmp$/;
 
 async function fileSize(path: string): Promise<number | undefined> {
   try {
@@ -320,9 +299,7 @@ async function exportPartition(
     }
   }
   await mkdir(dir, { recursive: true });
-  await removeStaleTemps(dir);
-  const temp = join(dir, `.${PARTITION_FILE}.${process.pid}-${++tempCounter}.tmp`);
-  trackTemp(temp);
+  const file = await SafeFile.create(path);
   try {
     const stream = client.stream(
       opts.dataset,
@@ -332,31 +309,23 @@ async function exportPartition(
     const onProgress = opts.onProgress;
     if (onProgress) stream.on('progress', (e) => onProgress({ ticker, rows: e.rows, total: e.total }));
     const counter = new RowCounter();
-    await pipeline(stream, counter, toParquet(opts.parquet), createWriteStream(temp, { flush: true }));
-    await rename(temp, path);
-    liveTemps.delete(temp);
+    await pipeline(stream, counter, toParquet(opts.parquet), file.stream);
+    const bytes = await file.commit();
     const source = stream.source;
     return {
       ticker,
       path,
       status: 'written',
       rows: counter.rows,
-      bytes: (await fileSize(path)) ?? 0,
+      bytes,
       truncated: source?.truncated,
       queryId: source?.id,
       ms: performance.now() - started,
     };
   } catch (err) {
-    await unlink(temp).catch(() => {});
-    liveTemps.delete(temp);
+    await file.abort();
     throw err;
   }
-}
-
-/** Leftovers of a killed run in a partition that is about to be written again. */
-async function removeStaleTemps(dir: string): Promise<void> {
-  const names = await readdir(dir).catch(() => [] as string[]);
-  await Promise.all(names.filter((n) => TEMP_NAME.test(n)).map((n) => unlink(join(dir, n)).catch(() => {})));
 }
 
 /** The row count in a Parquet file's footer; reads the footer only, not the data. */

@@ -1,7 +1,7 @@
 /**
  * Ctrl-C and SIGTERM as an AbortSignal. The first signal aborts (in-flight requests stop, the temporary
  * file is removed, the command returns its exit code); a second one exits at once, for a command stuck in
- * cleanup. Temporary files registered with `atomic-file` are removed on that exit too.
+ * cleanup. Temporary files of `core/safe-file` are removed on that exit too.
  */
 import { Interrupted } from './errors.js';
 

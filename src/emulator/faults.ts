@@ -3,6 +3,7 @@
  * "service" slow, failing, or cut off at an exact point, and check the client copes.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { AVAILABLE_CODINGS, type ContentCoding } from './compression.js';
 import { describeValue } from './messages.js';
 import { errorReply, HSTS, jsonReply, type Reply } from './reply.js';
 
@@ -28,6 +29,10 @@ export interface FaultContext {
  * - `cut`: send the real headers (with the full `Content-Length`) and the first `afterBytes` bytes of the
  *   real body, then destroy the connection. Clamped to body length - 1, so the body is always cut short.
  * - `trickle`: send the real response, body `bytesPerChunk` bytes every `intervalMs`.
+ * - `encoding`: the real response, its body coded with `encodeWith` whatever the request accepts, and
+ *   `Content-Encoding: <contentEncoding>` (default: the name of `encodeWith`; none for identity). So a test
+ *   can make the service compress unasked (`{ encodeWith: 'gzip' }`), lie (`{ encodeWith: 'identity',
+ *   contentEncoding: 'gzip' }`) or name a coding nobody knows (`contentEncoding: 'x-snappy'`).
  */
 export type Fault =
   | { readonly kind: 'delay'; readonly ms: number }
@@ -39,7 +44,12 @@ export type Fault =
     }
   | { readonly kind: 'reset' }
   | { readonly kind: 'cut'; readonly afterBytes: number }
-  | { readonly kind: 'trickle'; readonly bytesPerChunk: number; readonly intervalMs: number };
+  | { readonly kind: 'trickle'; readonly bytesPerChunk: number; readonly intervalMs: number }
+  | {
+      readonly kind: 'encoding';
+      readonly encodeWith: ContentCoding | 'identity';
+      readonly contentEncoding?: string;
+    };
 
 /** Called for every request before routing; return `undefined` for no fault. */
 export type FaultHook = (request: FaultContext) => Fault | undefined | Promise<Fault | undefined>;
@@ -112,9 +122,30 @@ export function checkFault(value: unknown): { fault: Fault | undefined } | { err
         };
       }
       return { fault: { kind: 'trickle', bytesPerChunk: f.bytesPerChunk, intervalMs: f.intervalMs } };
+    case 'encoding': {
+      const codings = [...AVAILABLE_CODINGS, 'identity'];
+      if (!codings.includes(f.encodeWith as string)) {
+        return {
+          error: `Expected encoding fault \`encodeWith\` to be one of ${codings.join(', ')}, got ${describeValue(f.encodeWith)}`,
+        };
+      }
+      const header = f.contentEncoding;
+      if (header !== undefined && (typeof header !== 'string' || !/^[\x20-\x7e]*$/.test(header))) {
+        return {
+          error: `Expected encoding fault \`contentEncoding\` to be a header value (visible ASCII), got ${describeValue(header)}`,
+        };
+      }
+      return {
+        fault: {
+          kind: 'encoding',
+          encodeWith: f.encodeWith as ContentCoding | 'identity',
+          ...(header !== undefined ? { contentEncoding: header } : {}),
+        },
+      };
+    }
     default:
       return {
-        error: `Expected fault \`kind\` to be one of delay, status, reset, cut, trickle, got ${describeValue(f.kind)}`,
+        error: `Expected fault \`kind\` to be one of delay, status, reset, cut, trickle, encoding, got ${describeValue(f.kind)}`,
       };
   }
 }

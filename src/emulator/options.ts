@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from '../core/errors.js';
 import { ROW_CAP } from '../core/wire.js';
+import { ALL_CODINGS, AVAILABLE_CODINGS, type ContentCoding } from './compression.js';
 import type { FaultHook } from './faults.js';
 import { describeValue } from './messages.js';
 
@@ -83,6 +84,61 @@ export interface EmulatorOptions {
    * @default undefined (no faults)
    */
   readonly fault?: FaultHook;
+  /**
+   * Compression of JSON and CSV bodies of 256 bytes or more, by the request's `Accept-Encoding`, as a
+   * front end does. `false` turns it off; `level` (1-9, default 1 as nginx) applies to every coding (gzip
+   * and deflate level, brotli quality, zstd level); `codings` lists those offered, in the order preferred
+   * when the client weighs them equally (default gzip, br, zstd where the runtime has it, deflate).
+   * @default true
+   */
+  readonly compression?: boolean | CompressionOptions;
+  /**
+   * Round-trip time in ms, as a WAN adds it: every response's first byte waits this long after the request
+   * arrived, and the first response on a new connection one more (the TCP handshake). 0: none.
+   * @default 0
+   */
+  readonly latencyMs?: number;
+  /**
+   * Execution time of a result page before its first byte, in ms: `pageTimeMs + rowTimeMs × rows`
+   * (added to `latencyMs`; the emulator's own serialization time counts towards it). 0: none.
+   * @default 0
+   */
+  readonly pageTimeMs?: number;
+  /** @default 0 (see `pageTimeMs`), e.g. 0.02 */
+  readonly rowTimeMs?: number;
+  /**
+   * Bandwidth of each connection in bytes per second, paced on the bytes on the wire (after compression).
+   * 0: unlimited.
+   * @default 0
+   */
+  readonly connectionBytesPerSecond?: number;
+  /** Bandwidth shared by all connections, bytes per second. 0: unlimited. @default 0 */
+  readonly totalBytesPerSecond?: number;
+  /**
+   * Requests handled at once (arrival to last byte sent); one more is answered `429` with
+   * `Retry-After: 1`, as a gateway's concurrency limit does. 0: no cap.
+   * @default 0
+   */
+  readonly maxInFlight?: number;
+  /**
+   * Requests admitted per sliding 60 s; beyond, `429` with `Retry-After` = the seconds until the oldest
+   * admitted request leaves the window (refused requests do not count). 0: no limit.
+   * @default 0
+   */
+  readonly requestsPerMinute?: number;
+}
+
+export interface CompressionOptions {
+  /** @default 1 */
+  readonly level?: number;
+  /** @default ['gzip', 'br', 'zstd' (only where `zlib.zstdCompress` exists), 'deflate'] */
+  readonly codings?: readonly ContentCoding[];
+}
+
+/** Compression with defaults applied; `codings` empty when off. */
+export interface NormalizedCompression {
+  readonly level: number;
+  readonly codings: readonly ContentCoding[];
 }
 
 /** Options with every default applied. */
@@ -102,9 +158,17 @@ export interface NormalizedOptions {
   readonly pageCacheBytes: number;
   readonly requestLogLimit: number;
   readonly fault: FaultHook | undefined;
+  readonly compression: NormalizedCompression;
+  readonly latencyMs: number;
+  readonly pageTimeMs: number;
+  readonly rowTimeMs: number;
+  readonly connectionBytesPerSecond: number;
+  readonly totalBytesPerSecond: number;
+  readonly maxInFlight: number;
+  readonly requestsPerMinute: number;
 }
 
-export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault'> = Object.freeze({
+export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault' | 'compression'> = Object.freeze({
   host: '127.0.0.1',
   port: 0,
   apiKey: 'demo',
@@ -119,9 +183,16 @@ export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault'> = Object.freeze({
   pageCacheSize: 64,
   pageCacheBytes: 256 * 1024 * 1024,
   requestLogLimit: 10_000,
+  latencyMs: 0,
+  pageTimeMs: 0,
+  rowTimeMs: 0,
+  connectionBytesPerSecond: 0,
+  totalBytesPerSecond: 0,
+  maxInFlight: 0,
+  requestsPerMinute: 0,
 });
 
-const KNOWN = new Set<string>([...Object.keys(DEFAULT_OPTIONS), 'fault']);
+const KNOWN = new Set<string>([...Object.keys(DEFAULT_OPTIONS), 'fault', 'compression']);
 
 function fail(name: string, expected: string, value: unknown): never {
   throw new InvalidArgumentError(name, `Expected ${expected}, got ${describeValue(value)}`);
@@ -132,6 +203,15 @@ function integer(name: string, value: unknown, fallback: number, min: number, ma
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `between ${min} and ${max}`;
     fail(name, `an integer ${range}`, value);
+  }
+  return value;
+}
+
+/** A finite number >= 0 (fractions allowed: `rowTimeMs: 0.02`). */
+function milliseconds(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 2_147_483_647) {
+    fail(name, 'a number of milliseconds >= 0', value);
   }
   return value;
 }
@@ -150,6 +230,42 @@ function basePath(value: unknown): string {
     segments.slice(1).every((s) => BASE_PATH_SEGMENT.test(s) && s !== '.' && s !== '..');
   if (!valid) fail('basePath', expected, value);
   return trimmed;
+}
+
+function compression(value: unknown): NormalizedCompression {
+  if (value === undefined || value === true) return { level: 1, codings: AVAILABLE_CODINGS };
+  if (value === false) return { level: 1, codings: [] };
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    fail('compression', 'a boolean or an object { level, codings }', value);
+  }
+  const o = value as CompressionOptions;
+  for (const key of Object.keys(o)) {
+    if (key !== 'level' && key !== 'codings') {
+      throw new InvalidArgumentError(
+        `compression.${key}`,
+        'Unknown compression option; known: level, codings',
+      );
+    }
+  }
+  const level = integer('compression.level', o.level, 1, 1, 9);
+  if (o.codings === undefined) return { level, codings: AVAILABLE_CODINGS };
+  if (!Array.isArray(o.codings))
+    fail('compression.codings', `an array of ${ALL_CODINGS.join(', ')}`, o.codings);
+  const codings: ContentCoding[] = [];
+  for (const [i, coding] of (o.codings as unknown[]).entries()) {
+    if (!ALL_CODINGS.includes(coding as ContentCoding)) {
+      fail(`compression.codings[${i}]`, `one of ${ALL_CODINGS.join(', ')}`, coding);
+    }
+    if (!AVAILABLE_CODINGS.includes(coding as ContentCoding)) {
+      fail(
+        `compression.codings[${i}]`,
+        `a coding this Node runtime has (${AVAILABLE_CODINGS.join(', ')}; zstd needs zlib.zstdCompress, Node >= 22.15)`,
+        coding,
+      );
+    }
+    if (!codings.includes(coding as ContentCoding)) codings.push(coding as ContentCoding);
+  }
+  return { level, codings };
 }
 
 /** Applies defaults and validates, without touching the caller's object. */
@@ -218,5 +334,31 @@ export function normalizeOptions(options: EmulatorOptions = {}): NormalizedOptio
       Number.MAX_SAFE_INTEGER,
     ),
     fault,
+    compression: compression(options.compression),
+    latencyMs: milliseconds('latencyMs', options.latencyMs, d.latencyMs),
+    pageTimeMs: milliseconds('pageTimeMs', options.pageTimeMs, d.pageTimeMs),
+    rowTimeMs: milliseconds('rowTimeMs', options.rowTimeMs, d.rowTimeMs),
+    connectionBytesPerSecond: integer(
+      'connectionBytesPerSecond',
+      options.connectionBytesPerSecond,
+      d.connectionBytesPerSecond,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
+    totalBytesPerSecond: integer(
+      'totalBytesPerSecond',
+      options.totalBytesPerSecond,
+      d.totalBytesPerSecond,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
+    maxInFlight: integer('maxInFlight', options.maxInFlight, d.maxInFlight, 0, Number.MAX_SAFE_INTEGER),
+    requestsPerMinute: integer(
+      'requestsPerMinute',
+      options.requestsPerMinute,
+      d.requestsPerMinute,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
   };
 }

@@ -6,6 +6,10 @@ export interface Reply {
   readonly body: Buffer | null;
   /** Close the connection afterwards, e.g. when an oversized request body was left unread. */
   readonly close?: boolean;
+  /** The page cache's key of `body`, so its compressed forms are cached beside it. */
+  readonly cacheKey?: string;
+  /** Rows of a result page: its execution time (`pageTimeMs`, `rowTimeMs`) depends on them. */
+  readonly rows?: number;
 }
 
 /** On every response, as the spec's HEAD sample shows it. */

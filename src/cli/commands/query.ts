@@ -1,11 +1,11 @@
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { RecordBatch } from 'apache-arrow';
+import { SafeFile } from '../../core/safe-file.js';
 import type { StreamOptions } from '../../query/stream-options.js';
 import { choice, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
-import { AtomicFile } from '../atomic-file.js';
 import type { Command } from '../command.js';
-import { UsageError } from '../errors.js';
+import { LocalError, systemReason, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { FILE_FORMATS, fileFormatOf, LABELS, writerFor } from '../file-formats.js';
 import { printJson } from '../print.js';
@@ -24,7 +24,8 @@ export const queryCommand: Command = {
     'FILE in the format its extension names: .arrow/.feather (Arrow IPC file), .arrows (Arrow IPC stream),\n' +
     '.parquet (zstd), .csv, .jsonl/.ndjson. `--out -` writes to stdout (Arrow IPC stream unless --as says\n' +
     'otherwise), for piping into another tool. The file appears under its name only once complete: it is\n' +
-    'written to FILE.partial-<pid> and renamed. Progress on stderr when it is a terminal; a summary at the end.',
+    'written to a hidden temporary file beside it, flushed and renamed. Progress on stderr when it is a\n' +
+    'terminal; a summary at the end.',
   options: {
     ticker: {
       type: 'string',
@@ -93,7 +94,7 @@ export const queryCommand: Command = {
 
     const started = performance.now();
     // Created before anything is requested: an unwritable path fails at once, not after the download.
-    const target = out === '-' ? undefined : await AtomicFile.create(out);
+    const target = out === '-' ? undefined : await createTarget(out);
     try {
       const { client } = await ctx.connect();
       const [stages, progress] = await Promise.all([
@@ -130,7 +131,7 @@ export const queryCommand: Command = {
         progress.stop();
       }
       const rows = rowCounter.rows;
-      const size = target ? await target.commit() : counter.bytes;
+      const size = target ? await commitTarget(target) : counter.bytes;
       const ms = performance.now() - started;
       const source = stream.source;
       if (json) {
@@ -156,11 +157,27 @@ export const queryCommand: Command = {
       );
       return ExitCode.ok;
     } catch (err) {
-      await target?.discard();
+      await target?.abort();
       throw err;
     }
   },
 };
+
+async function createTarget(out: string): Promise<SafeFile> {
+  try {
+    return await SafeFile.create(out);
+  } catch (err) {
+    throw new LocalError(`cannot write ${out}: ${systemReason(err)}`, { cause: err });
+  }
+}
+
+async function commitTarget(target: SafeFile): Promise<number> {
+  try {
+    return await target.commit();
+  } catch (err) {
+    throw new LocalError(`cannot write ${target.path}: ${systemReason(err)}`, { cause: err });
+  }
+}
 
 function streamOptions(v: Values): StreamOptions {
   const format = choice('query', v, 'format', WIRE_FORMATS);
