@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AdaptiveConcurrency, FixedConcurrency } from '../src/query/concurrency.js';
-import { RequestScheduler } from '../src/query/scheduler.js';
+import { type Permit, RequestScheduler } from '../src/query/scheduler.js';
 
 interface Service {
   /** Ms until the answer of a request started with `inFlight` requests (itself included) in flight. */
@@ -44,7 +44,11 @@ function simulate(controller: AdaptiveConcurrency | FixedConcurrency, service: S
     atServer++;
     requests++;
     const refused = service.refuses?.(atServer, now) ?? false;
-    events.push({ seq, at: now + (refused ? 40 : service.duration(atServer, now)), kind: refused ? 'refused' : 'done' });
+    events.push({
+      seq,
+      at: now + (refused ? 40 : service.duration(atServer, now)),
+      kind: refused ? 'refused' : 'done',
+    });
   };
   while (done < pages) {
     while (inFlight < controller.limit && started < pages) {
@@ -118,7 +122,11 @@ describe('AdaptiveConcurrency', () => {
 
   it('recovers once the service accepts more again', () => {
     // Refuses above 4 in flight for the first 5 s, then nothing.
-    const run = simulate(new AdaptiveConcurrency(), { ...wan, refuses: (n, now) => now < 5000 && n > 4 }, 600);
+    const run = simulate(
+      new AdaptiveConcurrency(),
+      { ...wan, refuses: (n, now) => now < 5000 && n > 4 },
+      600,
+    );
     // Within a few rounds of the first refusal it is at the cap (one step per round: the refused
     // requests of one overshoot come back together and count once).
     const limitAt = (t: number) => run.limits.filter((l) => l.at <= t).at(-1)!.limit;
@@ -154,8 +162,12 @@ describe('RequestScheduler', () => {
     const a = await scheduler.acquire();
     const b = await scheduler.acquire();
     const order: string[] = [];
-    const c = scheduler.acquire().then((p) => (order.push('c'), p));
-    const d = scheduler.acquire().then((p) => (order.push('d'), p));
+    const taken = (name: string) => (p: Permit) => {
+      order.push(name);
+      return p;
+    };
+    const c = scheduler.acquire().then(taken('c'));
+    const d = scheduler.acquire().then(taken('d'));
     await Promise.resolve();
     expect(scheduler.active).toBe(2);
     expect(order).toEqual([]);

@@ -6,8 +6,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PagePlan } from '../src/query/page-plan.js';
 import { DatasetClient, MediaType, type RowLimitError } from '../src/index.js';
+import { PagePlan } from '../src/query/page-plan.js';
 import { expectRejects } from './helpers.js';
 
 const ID = 'c'.repeat(64);
@@ -32,7 +32,9 @@ async function lyingServer(lie: Lying): Promise<{ url: string; pageGets: () => n
     if (req.method === 'POST') {
       const state = lie.completeAtOnce ? 'complete' : 'running';
       res.writeHead(200, { 'content-type': 'application/json' });
-      return res.end(`{"id":"${ID}","state":"${state}","total":${lie.completeAtOnce ? lie.total : 0},"formats":["${MediaType.table}"]}`);
+      return res.end(
+        `{"id":"${ID}","state":"${state}","total":${lie.completeAtOnce ? lie.total : 0},"formats":["${MediaType.table}"]}`,
+      );
     }
     const headers = {
       'x-state': 'complete',
@@ -70,7 +72,9 @@ describe('maxRows: a total above the row cap is refused before any page is read'
             expect(e.message).toContain('maxRows');
             expect(e.message).toContain(String(Number(total)));
           });
-          await expectRejects<RowLimitError>(client.query('x', {}), (e) => expect(e.code).toBe('DQS_ROW_LIMIT'));
+          await expectRejects<RowLimitError>(client.query('x', {}), (e) =>
+            expect(e.code).toBe('DQS_ROW_LIMIT'),
+          );
           expect(server.pageGets()).toBe(0);
         } finally {
           await client.close();
@@ -96,7 +100,9 @@ describe('maxRows: a total above the row cap is refused before any page is read'
   it('rejects a maxRows that is not a count, naming the option', () => {
     const client = new DatasetClient({ baseUrl: 'http://127.0.0.1:1' });
     for (const maxRows of [-1, 1.5, '10'] as unknown[]) {
-      expect(() => client.stream('x', {}, { maxRows: maxRows as number })).toThrow(/maxRows|Expected an integer >= 0/);
+      expect(() => client.stream('x', {}, { maxRows: maxRows as number })).toThrow(
+        /maxRows|Expected an integer >= 0/,
+      );
     }
   });
 });
@@ -107,7 +113,11 @@ describe('the page plan is lazy', () => {
     const client = new DatasetClient({ baseUrl: server.url, apiKey: 'k' });
     try {
       const before = process.memoryUsage().heapUsed;
-      const stream = client.stream('x', {}, { maxRows: Number.MAX_SAFE_INTEGER, pageSize: 1000, output: 'rows' });
+      const stream = client.stream(
+        'x',
+        {},
+        { maxRows: Number.MAX_SAFE_INTEGER, pageSize: 1000, output: 'rows' },
+      );
       let n = 0;
       for await (const row of stream) {
         expect(row).toEqual({ a: `r${n + 1}` });

@@ -94,7 +94,8 @@ describe('round trips', () => {
       sort_fields: [],
     };
     const server: Server = createServer((req, res) => {
-      if (req.method === 'POST') return res.end(JSON.stringify({ id, state: 'running', total: 0, formats: [] }));
+      if (req.method === 'POST')
+        return res.end(JSON.stringify({ id, state: 'running', total: 0, formats: [] }));
       if (req.method === 'HEAD') {
         heads.push(performance.now());
         const done = heads.length >= 2;
@@ -110,7 +111,9 @@ describe('round trips', () => {
       res.writeHead(200, { 'content-type': MediaType.table }).end(JSON.stringify(page));
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const client = new DatasetClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+    const client = new DatasetClient({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    });
     try {
       const result = await client.query('x', {});
       expect(await result.toArray()).toEqual([{ a: 'x' }]);

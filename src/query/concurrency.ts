@@ -216,7 +216,9 @@ export class AdaptiveConcurrency implements ConcurrencyController {
     if (++this.#sinceProbe >= (capped ? this.#probeEvery : PROBE_EVERY)) {
       this.#sinceProbe = 0;
       this.#probeFrom = rate;
-      const up = capped ? this.#limit + this.#ceilingStep : Math.max(this.#limit + 1, Math.ceil(this.#limit * 1.25));
+      const up = capped
+        ? this.#limit + this.#ceilingStep
+        : Math.max(this.#limit + 1, Math.ceil(this.#limit * 1.25));
       this.#limit = this.#clampToRange(up);
       return;
     }
