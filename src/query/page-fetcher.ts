@@ -4,27 +4,15 @@
  * duplicate rows (wrong `start`, a changing `total`, no progress) are protocol errors, never guessed at.
  */
 
-import type { ColumnPlan, DecodedColumns } from '../convert/index.js';
-import {
-  atPage,
-  DecodeError,
-  DqsError,
-  ProtocolError,
-  type RequestInfo,
-  ResponseTooLargeError,
-  safeRepr,
-} from '../core/errors.js';
-import type { WireValue } from '../core/wire.js';
-import type { FastCsvDecoder } from '../decode/csv-columns.js';
-import { decodeCsv, decodeXlsx, parseTablePage } from '../decode/index.js';
-import type { FastTableDecoder, FastTablePage } from '../decode/table-json-fast.js';
+import { atPage, DqsError, ProtocolError, ResponseTooLargeError } from '../core/errors.js';
+import type { BodyPool, PageBody, PageDecoder, PagePart } from '../decode/index.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import { statusFromHeaders } from '../transport/endpoints.js';
 import { discardBody, type HttpResponse, readBounded, translateError } from '../transport/http.js';
 import { type RetryEvent, withRetry } from '../transport/retry.js';
 import type { PageRange } from './page-plan.js';
 
-export type DecodableFormat = 'json' | 'csv' | 'xlsx';
+export type { PagePart } from '../decode/index.js';
 
 export interface PageFetchContext {
   readonly client: EndpointClient;
@@ -32,16 +20,9 @@ export interface PageFetchContext {
   readonly queryId: string;
   /** The result's total, as the query reported it; every page must agree. */
   readonly total: number;
-  readonly format: DecodableFormat;
   readonly mediaType: string;
-  readonly plan: readonly ColumnPlan[];
-  /**
-   * Table JSON straight from bytes to columns (Arrow output). Pages it declines (anything unusual) take
-   * the reference path, `JSON.parse` and wire rows, which gives the same values or the right error.
-   */
-  readonly tableDecoder?: FastTableDecoder | undefined;
-  /** CSV straight from bytes to columns, with the same contract (declined pages take `decodeCsv`). */
-  readonly csvDecoder?: FastCsvDecoder | undefined;
+  /** The stream's decoder for the chosen format (fast path, else the reference: see `PageDecoder`). */
+  readonly decoder: PageDecoder;
   readonly maxResponseBytes: number;
   readonly timeoutMs?: number | undefined;
   /** Told about each retried page request (the stream steps its concurrency down on 429s). */
@@ -49,9 +30,6 @@ export interface PageFetchContext {
   /** Opens a page's response another way (a page already read with the query); default: a GET. */
   readonly openPage?: ((range: PageRange, signal: AbortSignal) => Promise<HttpResponse>) | undefined;
 }
-
-/** Rows of a page as the decoders give them: wire rows (JSON.parse, CSV, XLSX) or decoded columns. */
-export type PagePart = WireValue[][] | DecodedColumns;
 
 /** Rows in a part. */
 export function partLength(part: PagePart): number {
@@ -78,15 +56,6 @@ interface Piece {
   start: number;
 }
 
-/** The page's descriptors must be the planned columns, in order. */
-function checkFields(fields: readonly { id: string }[], plan: readonly ColumnPlan[], where: PageRange): void {
-  if (fields.length === plan.length && plan.every((c) => fields[c.index]?.id === c.id)) return;
-  throw new DecodeError(
-    `The page's fields are not the planned columns: expected ${safeRepr(plan.map((c) => c.id).join(','))}, got ${safeRepr(fields.map((f) => f.id).join(','))}`,
-    { page: where },
-  );
-}
-
 async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSignal): Promise<Piece> {
   const response = ctx.openPage
     ? await ctx.openPage(sub, signal)
@@ -99,36 +68,44 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
         retry: false,
       });
   try {
-    if (ctx.format === 'json') {
-      const decoder = ctx.tableDecoder;
-      const { body, pooled } = decoder
-        ? await readPooled(response, decoder, ctx.maxResponseBytes)
-        : { body: await readBounded(response, ctx.maxResponseBytes), pooled: undefined };
-      let fast: FastTablePage | undefined;
-      let text: string | undefined;
-      try {
-        fast = decoder?.decode(body, sub);
-        if (fast === undefined) text = body.toString('utf8');
-      } finally {
-        // Nothing reads the body's bytes any more: the decoder copied what it keeps.
-        if (pooled) decoder?.releaseBody(pooled);
-      }
-      // The fast decoder only accepts pages whose fields are the plan's, so the check is the same.
-      if (fast === undefined) {
-        const page = parseTablePage(text!, sub);
-        // Values are typed by position: a page whose rows follow other columns must not be read as ours.
-        if (page.rows.length > 0) checkFields(page.fields, ctx.plan, sub);
-        return countChecked(page.rows, page.rows.length, page.count, body.length, page, response.info);
-      }
-      return countChecked(fast, fast.length, fast.count, body.length, fast, response.info);
-    }
-    // CSV and XLSX carry no page envelope: the headers give the total, position is what we asked for.
-    const status = statusFromHeaders(response);
-    // The same limit and error as buffered bodies: a declared size over it fails before any byte is read.
-    const tooLarge = () => new ResponseTooLargeError(response.info, ctx.maxResponseBytes);
-    if (Number(response.headers['content-length']) > ctx.maxResponseBytes) throw tooLarge();
-    let bytes = 0;
-    const counted = (async function* () {
+    // Formats without a page envelope (CSV, XLSX): the headers give the total, position is what we asked for.
+    const status = ctx.decoder.format.envelope ? undefined : statusFromHeaders(response);
+    const body = pageBody(response, ctx.maxResponseBytes);
+    const { part, envelope } = await ctx.decoder.decode(body, sub);
+    const rows = partLength(part);
+    if (envelope === undefined)
+      return { part, rows, bytes: body.bytes, total: status!.total, start: sub.start };
+    if (rows !== envelope.count)
+      throw new ProtocolError(`page says count=${envelope.count} but holds ${rows} rows`, response.info);
+    return { part, rows, bytes: body.bytes, total: envelope.total, start: envelope.start };
+  } finally {
+    discardBody(response);
+    response.done();
+  }
+}
+
+/**
+ * The body of a page response, read once, whole or as it arrives (the decoder chooses), never beyond
+ * `maxBytes`: a declared size over it fails before any byte is read, a body growing past it as soon as it
+ * does. `bytes` is what was read.
+ */
+function pageBody(response: HttpResponse, maxBytes: number): PageBody & { readonly bytes: number } {
+  let bytes = 0;
+  return {
+    get bytes() {
+      return bytes;
+    },
+    async whole(pool) {
+      const read = pool
+        ? await readPooled(response, pool, maxBytes)
+        : { body: await readBounded(response, maxBytes), pooled: undefined };
+      bytes = read.body.length;
+      return read;
+    },
+    async *chunks() {
+      // The same limit and error as whole bodies.
+      const tooLarge = () => new ResponseTooLargeError(response.info, maxBytes);
+      if (Number(response.headers['content-length']) > maxBytes) throw tooLarge();
       const body = response.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
       for (;;) {
         let next: IteratorResult<Buffer>;
@@ -140,30 +117,11 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
         }
         if (next.done) return;
         bytes += next.value.length;
-        if (bytes > ctx.maxResponseBytes) throw tooLarge();
+        if (bytes > maxBytes) throw tooLarge();
         yield next.value;
       }
-    })();
-    let body: AsyncIterable<Buffer> = counted;
-    if (ctx.format === 'csv' && ctx.csvDecoder) {
-      const chunks: Buffer[] = [];
-      for await (const chunk of counted) chunks.push(chunk);
-      const whole = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes);
-      const fast = ctx.csvDecoder.decode(whole, sub);
-      if (fast) return { part: fast, rows: fast.length, bytes, total: status.total, start: sub.start };
-      // Declined (malformed, a value its column rejects, ...): the reference path gives the rows or the error.
-      body = (async function* () {
-        yield whole;
-      })();
-    }
-    const decode = ctx.format === 'csv' ? decodeCsv : decodeXlsx;
-    const rows: WireValue[][] = [];
-    for await (const chunk of decode(body, ctx.plan, sub)) for (const row of chunk) rows.push(row);
-    return { part: rows, rows: rows.length, bytes, total: status.total, start: sub.start };
-  } finally {
-    discardBody(response);
-    response.done();
-  }
+    },
+  };
 }
 
 /**
@@ -173,14 +131,14 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
  */
 async function readPooled(
   response: HttpResponse,
-  decoder: FastTableDecoder,
+  pool: BodyPool,
   maxBytes: number,
 ): Promise<{ body: Buffer; pooled: Buffer | undefined }> {
   const declared = Number(response.headers['content-length']);
   if (!Number.isInteger(declared) || declared <= 0 || declared > maxBytes) {
     return { body: await readBounded(response, maxBytes), pooled: undefined };
   }
-  const pooled = decoder.bodyBuffer(declared);
+  const pooled = pool.bodyBuffer(declared);
   let size = 0;
   try {
     for await (const chunk of response.body) {
@@ -192,22 +150,10 @@ async function readPooled(
       size += bytes.length;
     }
   } catch (err) {
-    decoder.releaseBody(pooled);
+    pool.releaseBody(pooled);
     throw translateError(err, response.info, response.signal);
   }
   return { body: pooled.subarray(0, size), pooled };
-}
-
-function countChecked(
-  part: PagePart,
-  rows: number,
-  count: number,
-  bytes: number,
-  page: { total: number; start: number },
-  info: RequestInfo,
-): Piece {
-  if (rows !== count) throw new ProtocolError(`page says count=${count} but holds ${rows} rows`, info);
-  return { part, rows, bytes, total: page.total, start: page.start };
 }
 
 export async function fetchPage(

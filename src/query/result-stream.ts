@@ -27,8 +27,7 @@ import {
   TruncatedError,
 } from '../core/errors.js';
 import type { FieldDescriptor } from '../core/wire.js';
-import { FastCsvDecoder } from '../decode/csv-columns.js';
-import { FastTableDecoder } from '../decode/table-json-fast.js';
+import { PageDecoder } from '../decode/index.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import type { RetryEvent } from '../transport/retry.js';
 import { AdaptiveConcurrency, type Congestion, FixedConcurrency } from './concurrency.js';
@@ -275,12 +274,11 @@ export class ResultStream extends Readable {
     // (Not when the caller chose smaller pages than it: their progress and batches follow their size.)
     const kept = opts.startRow === 1 && format === 'json' ? source.takeFirstPage?.() : undefined;
     const first = kept && (opts.pageSizeAuto || kept.range.limit <= opts.pageSize) ? kept : undefined;
-    // Table JSON straight from bytes into columns, for Arrow batches and row objects alike.
-    const tableDecoder =
-      format === 'json' && opts.decoder === 'fast'
-        ? new FastTableDecoder(plan, { strings: opts.output === 'rows' ? 'exact' : 'utf8' })
-        : undefined;
-    const csvDecoder = format === 'csv' && opts.decoder === 'fast' ? new FastCsvDecoder(plan) : undefined;
+    // Fast decoders (bytes straight into columns) feed Arrow batches and row objects alike.
+    const decoder = new PageDecoder(format, plan, {
+      fast: opts.decoder === 'fast',
+      strings: opts.output === 'rows' ? 'exact' : 'utf8',
+    });
     const scheduler = this.#schedulerFor(source);
     this.#scheduler = scheduler;
     const detachScheduler = scheduler.onChange((change) => this.emit('concurrency', change));
@@ -289,11 +287,8 @@ export class ResultStream extends Readable {
       datasetId: source.datasetId,
       queryId: source.id,
       total: source.total,
-      format,
       mediaType,
-      plan,
-      tableDecoder,
-      csvDecoder,
+      decoder,
       maxResponseBytes: source.maxResponseBytes,
       timeoutMs: opts.timeoutMs,
       onRetry: (event: RetryEvent) => this.emit('retry', event),
@@ -347,9 +342,7 @@ export class ResultStream extends Readable {
     let learned = !opts.pageSizeAuto;
     try {
       const convert =
-        opts.output === 'arrow'
-          ? this.#arrowConverter(plan, tableDecoder)
-          : this.#rowConverter(plan, tableDecoder);
+        opts.output === 'arrow' ? this.#arrowConverter(plan, decoder) : this.#rowConverter(plan, decoder);
       if (this.#toEmit === 0 && opts.output === 'arrow') {
         // An empty result still carries its schema, so writers and `toTable()` know the columns.
         yield [new RecordBatchBuilder(plan, { onInvalid: opts.onInvalid }).flush()];
@@ -407,7 +400,7 @@ export class ResultStream extends Readable {
     );
   }
 
-  #arrowConverter(plan: ColumnPlan[], decoder: FastTableDecoder | undefined) {
+  #arrowConverter(plan: ColumnPlan[], decoder: PageDecoder) {
     const builder = new RecordBatchBuilder(plan, { onInvalid: this.#options.onInvalid });
     const auto = this.#options.batchSizeAuto;
     const fixedBatch = this.#options.batchSize;
@@ -436,7 +429,7 @@ export class ResultStream extends Readable {
             if (builder.length >= batchSize) out.push(builder.flush());
           }
           // Copied into the builder: the decoder may decode the next page into these buffers.
-          if (!Array.isArray(part)) decoder?.recycle(part);
+          if (!Array.isArray(part)) decoder.recycle(part);
           first += n;
         }
         return [out];
@@ -447,7 +440,7 @@ export class ResultStream extends Readable {
     };
   }
 
-  #rowConverter(plan: ColumnPlan[], decoder: FastTableDecoder | undefined) {
+  #rowConverter(plan: ColumnPlan[], decoder: PageDecoder) {
     const make = makeRowFactory(plan, { onInvalid: this.#options.onInvalid });
     // Made at the first decoded page (table JSON or CSV through a columnar decoder).
     let fromColumns: ReturnType<typeof makeColumnRowFactory> | undefined;
@@ -482,7 +475,7 @@ export class ResultStream extends Readable {
               fromColumns(job, from, Math.min(job.length, from + ROW_SLICE), out);
               yield out;
             }
-            decoder?.recycle(job);
+            decoder.recycle(job);
           }
         })();
       },
