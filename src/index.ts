@@ -4,7 +4,7 @@
  */
 export {
   type DuckDBConnectionLike,
-  MissingPackageError,
+  type PolarsDataFrameLike,
   type PolarsLike,
   type ToDuckDBOptions,
   type ToPolarsOptions,
@@ -44,6 +44,7 @@ export {
   HttpError,
   InvalidArgumentError,
   InvalidValueError,
+  MissingPackageError,
   NetworkError,
   NotAcceptableError,
   NotFoundError,

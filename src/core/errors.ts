@@ -24,7 +24,8 @@ export type DqsErrorCode =
   | 'DQS_INVALID_VALUE'
   | 'DQS_TRUNCATED'
   | 'DQS_ROW_LIMIT'
-  | 'DQS_FORMAT_NOT_OFFERED';
+  | 'DQS_FORMAT_NOT_OFFERED'
+  | 'DQS_MISSING_PACKAGE';
 
 /** A page request of a result: its 1-based `start` and `limit`. */
 export interface PageRef {
@@ -288,6 +289,22 @@ export class FormatNotOfferedError extends DqsError {
       `Format "${requested}" is not offered by this query; offered: ${offered.join(', ') || '(none)'}`,
     );
     this.offered = offered;
+  }
+}
+
+/**
+ * An optional peer (nodejs-polars) cannot be loaded: either it is not installed, or it is installed and a
+ * piece of it is missing (its native binary for this platform). The message says which; the failed
+ * import is the `cause`.
+ */
+export class MissingPackageError extends DqsError {
+  readonly packageName: string;
+  /** The package that is really missing: `packageName`, or its platform binary (`nodejs-polars-linux-x64-gnu`). */
+  readonly missing: string;
+  constructor(packageName: string, missing: string, message: string, options?: { cause?: unknown }) {
+    super('DQS_MISSING_PACKAGE', message, options);
+    this.packageName = packageName;
+    this.missing = missing;
   }
 }
 
