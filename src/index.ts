@@ -53,6 +53,7 @@ export {
   ProtocolError,
   RateLimitedError,
   ResponseTooLargeError,
+  RowLimitError,
   ServerError,
   TimeoutError,
   TruncatedError,

@@ -28,6 +28,8 @@ export interface PageFetchContext {
   readonly timeoutMs?: number | undefined;
   /** Told about each retried page request (the stream steps its concurrency down on 429s). */
   readonly onRetry?: ((event: RetryEvent) => void) | undefined;
+  /** Opens a page's response another way (a page already read with the query); default: a GET. */
+  readonly openPage?: ((range: PageRange, signal: AbortSignal) => Promise<HttpResponse>) | undefined;
 }
 
 /** Rows in a part. */
@@ -84,14 +86,16 @@ export interface PageTiming {
 
 async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSignal): Promise<Piece> {
   const sentAt = performance.now();
-  const response = await ctx.client.openPage(ctx.datasetId, ctx.queryId, {
-    start: sub.start,
-    limit: sub.limit,
-    mediaType: ctx.mediaType,
-    signal,
-    timeoutMs: ctx.timeoutMs,
-    retry: false,
-  });
+  const response = ctx.openPage
+    ? await ctx.openPage(sub, signal)
+    : await ctx.client.openPage(ctx.datasetId, ctx.queryId, {
+        start: sub.start,
+        limit: sub.limit,
+        mediaType: ctx.mediaType,
+        signal,
+        timeoutMs: ctx.timeoutMs,
+        retry: false,
+      });
   const headersAt = performance.now();
   try {
     // Formats without a page envelope (CSV, XLSX): the headers give the total, position is what we asked for.
@@ -99,8 +103,7 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
     const body = pageBody(response, ctx.maxResponseBytes);
     const { part, envelope } = await ctx.decoder.decode(body, sub);
     const rows = partLength(part);
-    // Without compression the wire bytes are the body's; with it, the inflating stream counted them.
-    const wireBytes = response.codings.length > 0 ? response.wireBytes() : body.bytes;
+    const wireBytes = response.wireBytes(body.bytes);
     if (pageChannel.hasSubscribers) {
       pageChannel.publish({
         start: sub.start,

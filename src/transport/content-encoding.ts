@@ -80,7 +80,7 @@ export function parseContentEncoding(
 /** The decoded body and the count of encoded bytes read from the socket so far. */
 export interface DecodedBody {
   readonly body: Readable;
-  readonly wireBytes: () => number;
+  readonly wireBytes: (decoded: number) => number;
 }
 
 /**

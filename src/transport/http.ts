@@ -54,8 +54,11 @@ export interface HttpResponse {
   readonly body: Readable;
   /** The codings undone to get `body` (`[]` when the body came as is). */
   readonly codings: readonly string[];
-  /** Bytes read off the socket so far (compressed ones when `codings` is not empty). */
-  readonly wireBytes: () => number;
+  /**
+   * Bytes read off the socket so far, for a body read to `decoded` bytes: the compressed ones when
+   * `codings` is not empty, else `decoded` itself (plain bodies are not counted twice).
+   */
+  readonly wireBytes: (decoded: number) => number;
   /** For a `bulk` request: tells the compression choice that the body (`bytes` decoded) was read to its end. */
   readonly measured: (bytes: number) => void;
   readonly info: RequestInfo;
@@ -90,7 +93,8 @@ export class HttpTransport {
     this.#dispatcher =
       options.dispatcher ??
       new Agent({
-        connections: options.connections,
+        // Unset: undici opens a connection per request in flight, and the streams' concurrency bounds those.
+        connections: options.connections ?? null,
         keepAliveTimeout: 10_000,
         headersTimeout: options.timeoutMs,
         bodyTimeout: options.timeoutMs,
@@ -99,6 +103,11 @@ export class HttpTransport {
 
   get baseUrl(): URL {
     return this.#options.baseUrl;
+  }
+
+  /** The `connections` option: undefined when the number follows the requests in flight. */
+  get connections(): number | undefined {
+    return this.#options.connections;
   }
 
   url(segments: readonly string[], query?: HttpRequest['query']): URL {
@@ -255,7 +264,7 @@ export class HttpTransport {
       throw err;
     }
     let body: Readable = res.body;
-    let wireBytes = () => 0;
+    let wireBytes = (decoded: number) => decoded;
     if (codings.length > 0) {
       const signal = controller.signal;
       const decoded = decodeBody(res.body, codings, String(rawEncoding), info, (err) =>
@@ -337,12 +346,12 @@ export function bodyLimit(response: HttpResponse, maxBytes: number): (chunkBytes
   return (chunkBytes) => {
     size += chunkBytes;
     if (size > maxBytes) throw tooLarge();
-    if (size > BOMB_FLOOR && response.codings.length > 0 && size > BOMB_RATIO * response.wireBytes()) {
+    if (size > BOMB_FLOOR && response.codings.length > 0 && size > BOMB_RATIO * response.wireBytes(size)) {
       discardBody(response);
       throw new ResponseTooLargeError(
         response.info,
         maxBytes,
-        `its ${response.codings.join(', ')} body inflates more than ${BOMB_RATIO}-fold (${size} bytes from ${response.wireBytes()}): refused as a compression bomb`,
+        `its ${response.codings.join(', ')} body inflates more than ${BOMB_RATIO}-fold (${size} bytes from ${response.wireBytes(size)}): refused as a compression bomb`,
       );
     }
     return size;
