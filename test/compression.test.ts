@@ -147,11 +147,14 @@ async function pair(
 
 /** The same query's Arrow IPC bytes and rows read through `client`. */
 async function read(client: DatasetClient, format: 'json' | 'csv' = 'json') {
-  const result = await client.query('job_listings', {});
+  const result = await client.query('job_listings', {}, STREAM_READS);
   const ipc = await ipcBytes(result.stream({ pageSize: 700, concurrency: 2, format }));
   const rows = await result.toArray({ pageSize: 1100, format });
   return { ipc, rows };
 }
+
+/** `query()` reads only one row itself: the result's pages are all read by its streams. */
+const STREAM_READS = { firstPageRows: 1 };
 
 /** The emulator's `encoding` fault on result pages only. */
 const onPages =
@@ -171,9 +174,10 @@ describe('compressed transfer', () => {
     ] as const) {
       const { emu, client } = await pair({}, { compression });
       await client.listDatasets();
+      // Read whole by query() (3000 rows is one page), then by a stream.
       const result = await client.query('job_listings', {});
       await result.toArray({ pageSize: 1000 });
-      expect(emu.requests.filter(isPage).length).toBe(3);
+      expect(emu.requests.filter(isPage).length).toBe(4);
       for (const r of emu.requests) expect(r.acceptEncoding).toBe(want);
       if (compression !== false)
         expect(emu.requests.filter(isPage).every((r) => r.encoding !== null)).toBe(true);
@@ -218,7 +222,7 @@ describe('compressed transfer', () => {
   it('progress counts decoded bytes, the same as a plain read', async () => {
     const { client, plain } = await pair({}, { compression: true });
     const bytesOf = async (c: DatasetClient) => {
-      const stream = (await c.query('job_listings', {})).stream({ pageSize: 1000 });
+      const stream = (await c.query('job_listings', {}, STREAM_READS)).stream({ pageSize: 1000 });
       let last = 0;
       stream.on('progress', (e: { bytes: number }) => {
         last = e.bytes;
@@ -235,7 +239,7 @@ describe('compressed transfer', () => {
     const listener = (m: unknown) => pages.push(m as PageTiming);
     subscribe('dqs-client:page', listener);
     try {
-      const result = await client.query('job_listings', {});
+      const result = await client.query('job_listings', {}, STREAM_READS);
       await result.toTable({ pageSize: 1000 });
     } finally {
       unsubscribe('dqs-client:page', listener);
@@ -253,7 +257,7 @@ describe('compressed transfer', () => {
 
   it("'auto' asks the first result page compressed and the second plain, JSON answers always", async () => {
     const { emu, client } = await pair();
-    const result = await client.query('job_listings', {});
+    const result = await client.query('job_listings', {}, STREAM_READS);
     await result.toTable({ pageSize: 300, concurrency: 1 });
     const gets = emu.requests.filter(isPage).map((r) => r.acceptEncoding);
     expect(gets.length).toBe(10);
@@ -296,7 +300,11 @@ describe('compressed transfer', () => {
   it('a lying Content-Encoding (says gzip, sends plain) is a ContentEncodingError naming the coding and the request', async () => {
     for (const coding of ['gzip', 'br', 'deflate']) {
       const { client } = await pair({ fault: onPages({ encodeWith: 'identity', contentEncoding: coding }) });
-      const result = await client.query('job_listings', {});
+      // query() reading the whole small result, then streams reading pages.
+      const whole = await expectRejects<ContentEncodingError>(client.query('job_listings', {}), () => {});
+      expect(whole).toBeInstanceOf(ContentEncodingError);
+      expect(whole.message).toContain(`Content-Encoding says ${coding} but the body is not ${coding} data`);
+      const result = await client.query('job_listings', {}, STREAM_READS);
       for (const format of ['json', 'csv'] as const) {
         const err = await expectRejects<ContentEncodingError>(
           result.toArray({ pageSize: 1000, format }),
@@ -317,7 +325,7 @@ describe('compressed transfer', () => {
   it('a body that ends inside its compressed data is a ContentEncodingError, not rows', async () => {
     // Claims gzip twice, was gzipped once: the outer gunzip gives plain JSON to the inner one.
     const { client } = await pair({ fault: onPages({ encodeWith: 'gzip', contentEncoding: 'gzip, gzip' }) });
-    const result = await client.query('job_listings', {});
+    const result = await client.query('job_listings', {}, STREAM_READS);
     const err = await expectRejects<ContentEncodingError>(result.toArray({ pageSize: 1000 }), () => {});
     expect(err).toBeInstanceOf(ContentEncodingError);
     expect(err.message).toContain('Content-Encoding says gzip, gzip but the body is not gzip, gzip data');
@@ -431,7 +439,7 @@ describe('compression bombs', () => {
 
   it('2 GiB of gzipped zeros, default limits: ResponseTooLargeError as a bomb, early, memory bounded', async () => {
     const t = await viaBomb({ bytes: 2 * 1024 ** 3 });
-    const result = await t.client.query('job_listings', {});
+    const result = await t.client.query('job_listings', {}, STREAM_READS);
     let err: unknown;
     const growth = await rssGrowth(async () => {
       err = await result.toTable({ pageSize: 3000 }).catch((e: unknown) => e);
@@ -453,7 +461,7 @@ describe('compression bombs', () => {
       { bytes: Number.POSITIVE_INFINITY, prefix },
       { maxResponseBytes: 8 * 1024 * 1024 },
     );
-    const result = await t.client.query('job_listings', {});
+    const result = await t.client.query('job_listings', {}, STREAM_READS);
     for (const format of ['json', 'csv'] as const) {
       t.proxy.bombBytesSent = 0;
       let err: unknown;
