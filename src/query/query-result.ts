@@ -9,7 +9,7 @@ import { JUPYTER_DISPLAY, type MimeBundle, resultBundle, resultText } from '../a
 import { InvalidArgumentError } from '../core/errors.js';
 import { type FieldDescriptor, type FormatName, MediaType } from '../core/wire.js';
 import type { CallOptions, EndpointClient } from '../transport/endpoints.js';
-import { type ResultSource, ResultStream } from './result-stream.js';
+import { type LocalRows, type ResultSource, ResultStream } from './result-stream.js';
 import { normalizeStreamOptions, type StreamOptions } from './stream-options.js';
 
 export interface DownloadOptions extends CallOptions {
@@ -35,6 +35,10 @@ export class QueryResult implements ResultSource {
   /** The column descriptors, in row-value order. */
   readonly fields: readonly FieldDescriptor[];
   readonly maxResponseBytes: number;
+  /** `last_date_updated` of the result's pages, when the query offers table JSON. */
+  readonly lastDateUpdated: string | undefined;
+  /** @internal Set when the client has a result cache. */
+  readonly local: LocalRows | undefined;
 
   /** @internal Use `client.query()`. */
   constructor(init: ResultSource) {
@@ -46,6 +50,8 @@ export class QueryResult implements ResultSource {
     this.formats = init.formats;
     this.fields = init.fields;
     this.maxResponseBytes = init.maxResponseBytes;
+    this.lastDateUpdated = init.lastDateUpdated;
+    this.local = init.local;
   }
 
   /** A Readable of `RecordBatch`es (or row objects with `output: 'rows'`), in row order. */
