@@ -54,6 +54,7 @@ export {
   ProtocolError,
   RateLimitedError,
   ResponseTooLargeError,
+  RowLimitError,
   ServerError,
   TimeoutError,
   TruncatedError,

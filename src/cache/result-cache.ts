@@ -9,6 +9,7 @@ import { MediaType, type QueryBody, type QueryHandle } from '../core/wire.js';
 import { parseTablePage } from '../decode/table-json.js';
 import { QueryResult } from '../query/query-result.js';
 import type { ResultSource } from '../query/result-stream.js';
+import type { RequestScheduler } from '../query/scheduler.js';
 import { type EndpointClient, statusFromHeaders } from '../transport/endpoints.js';
 import { CachedRows } from './cached-rows.js';
 import { type EntryHeader, EntryProblem, readHeader } from './entry-format.js';
@@ -26,6 +27,8 @@ export interface CachedQuery {
   readonly refresh: boolean;
   /** The uncached lifecycle; given a handle, it goes on from that POST instead of making another. */
   readonly fetch: (handle?: QueryHandle, signal?: AbortSignal) => Promise<QueryResult>;
+  /** The client's shared scheduler, for streams of a hit that read the service after all. */
+  readonly scheduler?: RequestScheduler | undefined;
 }
 
 export class ResultCache {
@@ -114,6 +117,7 @@ export class ResultCache {
           formats: entry.formats,
           fields: entry.fields,
           maxResponseBytes: client.http.maxResponseBytes,
+          scheduler: q.scheduler,
           lastDateUpdated: entry.lastDateUpdated,
         },
         entry,

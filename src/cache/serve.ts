@@ -1,7 +1,7 @@
 /**
  * Serving an entry's batches as a result stream serves the service's: the same rows from `startRow`, in
- * batches of exactly `batchSize` rows (the page engine's boundaries), carrying the schema the stream
- * announced; or, for `output: 'rows'`, the same row objects, made by the same generated factory as the
+ * batches of exactly `batchSize` rows when one is given (the page engine's boundaries) or else the
+ * batches the entry was filled with, carrying the schema the stream announced; or, for `output: 'rows'`, the same row objects, made by the same generated factory as the
  * fast decoders' (from the Arrow buffers seen as decoded columns).
  */
 import { type Data, DataType, RecordBatch, type Schema, type Vector } from 'apache-arrow';
@@ -57,7 +57,10 @@ export function* serveBatches(
   const toRows = options.output === 'rows' ? rowMaker(plan) : undefined;
   let end = options.startRow;
   let pages = 0;
-  for (const piece of rebatch(fromRow(batches, options.startRow), options.batchSize)) {
+  // Without a `batchSize` a batch is a page, and the pages' sizes are learned as a stream goes: the
+  // filling stream's batches are the ones to give. With one, the page engine's exact boundaries.
+  const rows = fromRow(batches, options.startRow);
+  for (const piece of options.batchSizeAuto ? rows : rebatch(rows, options.batchSize)) {
     const batch = new RecordBatch(schema, piece.data);
     end += batch.numRows;
     pages++;

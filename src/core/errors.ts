@@ -23,6 +23,7 @@ export type DqsErrorCode =
   | 'DQS_DECODE'
   | 'DQS_INVALID_VALUE'
   | 'DQS_TRUNCATED'
+  | 'DQS_ROW_LIMIT'
   | 'DQS_FORMAT_NOT_OFFERED'
   | 'DQS_MISSING_PACKAGE';
 
@@ -259,6 +260,23 @@ export class TruncatedError extends DqsError {
       `The result was truncated by the service at ${total} rows; narrow the query (e.g. fewer tickers)`,
     );
     this.total = total;
+  }
+}
+
+/**
+ * The server says the result holds more rows than `maxRows` (by default the spec's 500,000-row cap): refused
+ * before any page is read, since reading a total the server made up would never end.
+ */
+export class RowLimitError extends DqsError {
+  readonly total: number;
+  readonly maxRows: number;
+  constructor(total: number, maxRows: number) {
+    super(
+      'DQS_ROW_LIMIT',
+      `The service says the result has ${total} rows, more than \`maxRows\` (${maxRows}); the spec caps a result at 500000 rows. Pass a larger \`maxRows\` to read it anyway`,
+    );
+    this.total = total;
+    this.maxRows = maxRows;
   }
 }
 

@@ -34,7 +34,12 @@ export interface ClientOptions {
    * @default 512 MiB
    */
   readonly maxResponseBytes?: number;
-  /** Keep-alive connections per origin. @default 8 */
+  /**
+   * Keep-alive connections per origin, at most. Unset, there are as many as requests in flight: the
+   * streams' `concurrency` decides (and `'auto'` concurrency stays at or below 64). Set, it also bounds
+   * `'auto'` concurrency, and a fixed `concurrency` above it is refused rather than silently queued.
+   * @default as many as requests in flight
+   */
   readonly connections?: number;
   /** Extra headers for every request (e.g. a proxy's). Cannot replace `Authorization`. */
   readonly headers?: Readonly<Record<string, string>>;
@@ -59,7 +64,7 @@ export interface NormalizedClientOptions {
   readonly apiVersion: string;
   readonly timeoutMs: number;
   readonly maxResponseBytes: number;
-  readonly connections: number;
+  readonly connections: number | undefined;
   readonly headers: Readonly<Record<string, string>>;
   readonly dispatcher: Dispatcher | undefined;
   readonly retry: NormalizedRetryOptions;
@@ -158,7 +163,8 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     apiVersion,
     timeoutMs: positiveInteger(options.timeoutMs, 'timeoutMs', 60_000),
     maxResponseBytes: positiveInteger(options.maxResponseBytes, 'maxResponseBytes', 512 * 1024 * 1024),
-    connections: positiveInteger(options.connections, 'connections', 8),
+    connections:
+      options.connections === undefined ? undefined : positiveInteger(options.connections, 'connections', 1),
     headers,
     dispatcher: options.dispatcher,
     retry: normalizeRetryOptions(options.retry),
