@@ -23,6 +23,7 @@ export type DqsErrorCode =
   | 'DQS_DECODE'
   | 'DQS_INVALID_VALUE'
   | 'DQS_TRUNCATED'
+  | 'DQS_ROW_LIMIT'
   | 'DQS_FORMAT_NOT_OFFERED'
   | 'DQS_MISSING_PACKAGE';
 
@@ -192,14 +193,25 @@ export class ProtocolError extends DqsError {
   }
 }
 
+/**
+ * A body this client cannot turn back into what the server encoded: a `Content-Encoding` it has no decoder
+ * for, or a body that is not what its `Content-Encoding` says (says gzip, sends plain). Never handed on to a
+ * decoder as garbage; not retried (the same server would answer the same way).
+ */
+export class ContentEncodingError extends ProtocolError {
+  /** The `Content-Encoding` as the server sent it. */
+  readonly encoding: string;
+  constructor(message: string, encoding: string, info: RequestInfo, options?: { cause?: unknown }) {
+    super(message, info, options);
+    this.encoding = encoding;
+  }
+}
+
 /** A response body was larger than the configured maximum. */
 export class ResponseTooLargeError extends DqsError {
   readonly maxBytes: number;
-  constructor(info: RequestInfo, maxBytes: number) {
-    super(
-      'DQS_RESPONSE_TOO_LARGE',
-      `${info.method} ${info.url}: body exceeds the limit of ${maxBytes} bytes`,
-    );
+  constructor(info: RequestInfo, maxBytes: number, reason = `body exceeds the limit of ${maxBytes} bytes`) {
+    super('DQS_RESPONSE_TOO_LARGE', `${info.method} ${info.url}: ${reason}`);
     this.maxBytes = maxBytes;
   }
 }
@@ -259,6 +271,23 @@ export class TruncatedError extends DqsError {
       `The result was truncated by the service at ${total} rows; narrow the query (e.g. fewer tickers)`,
     );
     this.total = total;
+  }
+}
+
+/**
+ * The server says the result holds more rows than `maxRows` (by default the spec's 500,000-row cap): refused
+ * before any page is read, since reading a total the server made up would never end.
+ */
+export class RowLimitError extends DqsError {
+  readonly total: number;
+  readonly maxRows: number;
+  constructor(total: number, maxRows: number) {
+    super(
+      'DQS_ROW_LIMIT',
+      `The service says the result has ${total} rows, more than \`maxRows\` (${maxRows}); the spec caps a result at 500000 rows. Pass a larger \`maxRows\` to read it anyway`,
+    );
+    this.total = total;
+    this.maxRows = maxRows;
   }
 }
 
