@@ -27,6 +27,7 @@ import {
   type StreamOptions,
 } from './query/stream-options.js';
 import { createAndWait, type WaitOptions, waitForQuery } from './query/wait.js';
+import { type CheckTickersMode, checkQueryTickers, normalizeCheckTickers } from './tickers/coverage.js';
 import { type CallOptions, EndpointClient } from './transport/endpoints.js';
 import type { HttpResponse } from './transport/http.js';
 import type { ClientOptions } from './transport/options.js';
@@ -45,6 +46,15 @@ export interface QueryOptions extends WaitOptions {
    * replaces the entry. @default true
    */
   readonly cache?: boolean | 'refresh' | undefined;
+  /**
+   * Before creating the query, check that the dataset carries each of `body.tickers`: one
+   * `GET /datasets/?ticker=` per distinct ticker, 8 at a time. `'warn'` (or `true`) emits a process
+   * warning naming the others (code `DQS_UNKNOWN_TICKERS`, on stderr unless handled) and goes on;
+   * `'error'` refuses the query with an `InvalidArgumentError` (`tickers`). The service itself answers
+   * a ticker it lacks with no rows, silently.
+   * @default false
+   */
+  readonly checkTickers?: boolean | CheckTickersMode | undefined;
 }
 
 export interface DatasetClientOptions extends ClientOptions {
@@ -105,6 +115,8 @@ export class DatasetClient extends EndpointClient {
    * for await (const batch of result.stream()) console.log(batch.numRows);
    */
   async query(datasetId: string, body: QueryBody = {}, options: QueryOptions = {}): Promise<QueryResultType> {
+    const check = normalizeCheckTickers(options.checkTickers);
+    if (check) await checkQueryTickers(this, datasetId, body?.tickers, check, { signal: options.signal });
     const cache = options.cache === false ? undefined : this.#cache;
     if (cache === undefined) return this.#fetch(datasetId, body, options);
     return cache.query({

@@ -96,6 +96,7 @@ export {
   ResultStream,
 } from './query/result-stream.js';
 export type { StreamOptions } from './query/stream-options.js';
+export { type CheckTickersMode, unknownTickers } from './tickers/coverage.js';
 export type { CallOptions, PageRequest, RawPageRequest } from './transport/endpoints.js';
 export type { ClientOptions } from './transport/options.js';
 export type { RateLimitOptions } from './transport/rate-limiter.js';

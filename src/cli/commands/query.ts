@@ -3,8 +3,10 @@ import { pipeline } from 'node:stream/promises';
 import type { RecordBatch } from 'apache-arrow';
 import { SafeFile } from '../../core/safe-file.js';
 import type { StreamOptions } from '../../query/stream-options.js';
+import { unknownTickers, unknownTickersMessage } from '../../tickers/coverage.js';
+import type { EndpointClient } from '../../transport/endpoints.js';
 import { choice, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
-import type { Command } from '../command.js';
+import type { Command, CommandContext } from '../command.js';
 import { CACHE_OPTIONS } from '../connection.js';
 import { LocalError, systemReason, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
@@ -58,6 +60,10 @@ export const queryCommand: Command = {
       arg: 'N',
       help: 'Rows per Arrow record batch written (default: the page size).',
     },
+    'strict-tickers': {
+      type: 'boolean',
+      help: 'Fail (exit 2) instead of warning when the dataset has no data for a ticker asked for.',
+    },
     ...CACHE_OPTIONS,
     json: {
       ...JSON_OPTION.json!,
@@ -67,8 +73,8 @@ export const queryCommand: Command = {
   connects: true,
   examples: [
     'dqs query job_listings --ticker nasdaq:aapl --out aapl.parquet',
-    'dqs query job_listings --ticker nasdaq:aapl --ticker nyse:ibm --out jobs.csv',
-    'dqs query web_traffic --tickers-file tickers.txt --out - | duckdb -c "SELECT count(*) FROM read_arrow(\'/dev/stdin\')"',
+    'dqs query job_listings --ticker nasdaq:aapl --ticker nyse:wmt --out jobs.csv',
+    'dqs query web_traffic --tickers-file tickers.txt --out - --as csv | duckdb -c "SELECT count(*) FROM read_csv(\'/dev/stdin\')"',
     'dqs query job_listings --ticker nasdaq:aapl --out - --as jsonl | jq .title',
   ],
   async run(args, ctx) {
@@ -100,6 +106,7 @@ export const queryCommand: Command = {
     const target = out === '-' ? undefined : await createTarget(out);
     try {
       const { client } = await ctx.connect();
+      await checkTickers(client, dataset!, tickers, flag(v, 'strict-tickers'), ctx);
       const fromCache = cacheNote(client, ctx.debug);
       const [stages, progress] = await Promise.all([
         writerFor(format),
@@ -166,6 +173,29 @@ export const queryCommand: Command = {
     }
   },
 };
+
+/**
+ * The service answers a ticker the dataset lacks with no rows, so a typo (`nyse:ibm` in job_listings)
+ * would look like success: say so on stderr, naming them, or refuse with --strict-tickers. One small
+ * request per distinct ticker (tickers/coverage.ts).
+ */
+export async function checkTickers(
+  client: EndpointClient,
+  dataset: string,
+  tickers: readonly string[],
+  strict: boolean,
+  ctx: CommandContext,
+): Promise<void> {
+  if (tickers.length === 0) return;
+  const unknown = await unknownTickers(client, dataset, tickers, { signal: ctx.signal });
+  if (unknown.length === 0) return;
+  const message = unknownTickersMessage(dataset, unknown, new Set(tickers).size);
+  if (strict) throw new UsageError(`${message} (--strict-tickers)`);
+  const them = unknown.length === 1 ? 'it' : 'them';
+  ctx.info(
+    `warning: ${message}: the file will have no rows for ${them}; --strict-tickers makes this an error`,
+  );
+}
 
 async function createTarget(out: string): Promise<SafeFile> {
   try {

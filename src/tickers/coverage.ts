@@ -1,0 +1,80 @@
+/**
+ * Which of a query's tickers the dataset does not carry. The service answers a query on a ticker it has
+ * no data for with 0 rows (or silently leaves that ticker out of a list): a typo looks like success. The
+ * spec's only way to tell is `GET /datasets/?ticker=T`, the datasets that carry T, so a check costs one
+ * request per distinct ticker. That is why it is opt-in in the library (`checkTickers`) and done by the
+ * CLI, which talks to a person: a few requests, run a few at a time, against a silent wrong answer.
+ */
+import { InvalidArgumentError, safeRepr } from '../core/errors.js';
+import type { CallOptions, EndpointClient } from '../transport/endpoints.js';
+
+/** `'warn'`: a process warning (code `DQS_UNKNOWN_TICKERS`) and the query goes on; `'error'`: it is refused. */
+export type CheckTickersMode = 'warn' | 'error';
+
+/** Requests at once while checking; the list endpoint is small and cheap. */
+const CONCURRENCY = 8;
+
+/**
+ * The tickers of `tickers` (deduplicated, in their order) that `GET /datasets/?ticker=` does not list
+ * `datasetId` for.
+ */
+export async function unknownTickers(
+  client: EndpointClient,
+  datasetId: string,
+  tickers: readonly string[],
+  options: CallOptions = {},
+): Promise<string[]> {
+  const distinct = [...new Set(tickers)];
+  const carried = new Array<boolean>(distinct.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < distinct.length) {
+      const i = next++;
+      const datasets = await client.listDatasets({ ...options, ticker: distinct[i]! });
+      carried[i] = datasets.some((d) => d.id === datasetId);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, distinct.length) }, worker));
+  return distinct.filter((_, i) => !carried[i]);
+}
+
+/** Names the `unknown` tickers (of `of` distinct ones asked for) of a query on `datasetId`. */
+export function unknownTickersMessage(datasetId: string, unknown: readonly string[], of: number): string {
+  const shown =
+    unknown.slice(0, 20).join(', ') + (unknown.length > 20 ? `, … (${unknown.length} in all)` : '');
+  const which =
+    unknown.length === 1 ? 'the ticker' : unknown.length === of ? 'any of the tickers' : 'the tickers';
+  return `dataset ${datasetId} has no data for ${which} ${shown} (GET /datasets/?ticker= does not list ${datasetId} for ${unknown.length === 1 ? 'it' : 'them'})`;
+}
+
+export function normalizeCheckTickers(value: unknown): CheckTickersMode | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return 'warn';
+  if (value === 'warn' || value === 'error') return value;
+  throw new InvalidArgumentError(
+    'checkTickers',
+    `Expected \`checkTickers\` to be true, false, 'warn' or 'error', got ${safeRepr(value)} (${typeof value})`,
+  );
+}
+
+/**
+ * The library's `checkTickers`: before a query is created, asks which of its tickers the dataset lacks;
+ * `'warn'` emits a process warning naming them, `'error'` throws an `InvalidArgumentError` (`tickers`).
+ */
+export async function checkQueryTickers(
+  client: EndpointClient,
+  datasetId: string,
+  tickers: readonly string[] | undefined,
+  mode: CheckTickersMode,
+  options: CallOptions = {},
+): Promise<void> {
+  if (!tickers?.length) return;
+  const unknown = await unknownTickers(client, datasetId, tickers, options);
+  if (unknown.length === 0) return;
+  const message = unknownTickersMessage(datasetId, unknown, new Set(tickers).size);
+  if (mode === 'error') throw new InvalidArgumentError('tickers', message);
+  process.emitWarning(`${message}: the result has no rows for ${unknown.length === 1 ? 'it' : 'them'}`, {
+    code: 'DQS_UNKNOWN_TICKERS',
+    detail: `unknown: ${unknown.join(', ')}`,
+  });
+}
