@@ -126,6 +126,28 @@ export interface EmulatorOptions {
    * @default 0
    */
   readonly requestsPerMinute?: number;
+  /**
+   * Load shedding: rows of the result pages being built or sent at once. A page that would exceed it is
+   * answered `503` with `Retry-After` (the seconds the emulator needs for the work it has queued), unless
+   * it has at most 1,024 rows (a slice of work: never shed) or nothing else is in flight. 0: no bound.
+   * @default 250000 (about 60 MB of table JSON)
+   */
+  readonly maxPageRowsInFlight?: number;
+  /**
+   * Cached pages unused for this long are dropped, so memory returns near idle after a load. 0: never.
+   * @default 5000
+   */
+  readonly pageCacheIdleMs?: number;
+  /**
+   * Time allowed to receive a request's headers; past it, `408` and the connection closes.
+   * @default 20000
+   */
+  readonly headersTimeoutMs?: number;
+  /**
+   * Time allowed to receive a whole request (headers and body); past it, `408`.
+   * @default 60000
+   */
+  readonly requestTimeoutMs?: number;
 }
 
 export interface CompressionOptions {
@@ -166,6 +188,10 @@ export interface NormalizedOptions {
   readonly totalBytesPerSecond: number;
   readonly maxInFlight: number;
   readonly requestsPerMinute: number;
+  readonly maxPageRowsInFlight: number;
+  readonly pageCacheIdleMs: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
 }
 
 export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault' | 'compression'> = Object.freeze({
@@ -190,6 +216,10 @@ export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault' | 'compression'> =
   totalBytesPerSecond: 0,
   maxInFlight: 0,
   requestsPerMinute: 0,
+  maxPageRowsInFlight: 250_000,
+  pageCacheIdleMs: 5000,
+  headersTimeoutMs: 20_000,
+  requestTimeoutMs: 60_000,
 });
 
 const KNOWN = new Set<string>([...Object.keys(DEFAULT_OPTIONS), 'fault', 'compression']);
@@ -359,6 +389,28 @@ export function normalizeOptions(options: EmulatorOptions = {}): NormalizedOptio
       d.requestsPerMinute,
       0,
       Number.MAX_SAFE_INTEGER,
+    ),
+    maxPageRowsInFlight: integer(
+      'maxPageRowsInFlight',
+      options.maxPageRowsInFlight,
+      d.maxPageRowsInFlight,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
+    pageCacheIdleMs: integer('pageCacheIdleMs', options.pageCacheIdleMs, d.pageCacheIdleMs, 0, 2_147_483_647),
+    headersTimeoutMs: integer(
+      'headersTimeoutMs',
+      options.headersTimeoutMs,
+      d.headersTimeoutMs,
+      1,
+      2_147_483_647,
+    ),
+    requestTimeoutMs: integer(
+      'requestTimeoutMs',
+      options.requestTimeoutMs,
+      d.requestTimeoutMs,
+      1,
+      2_147_483_647,
     ),
   };
 }
