@@ -1,9 +1,9 @@
 /**
  * Builds result pages in slices off a shared queue, so the event loop never blocks for long: each turn
  * runs chunks (1,024 rows) for about `sliceMs`, then yields to I/O. The chunk to run next comes from the
- * page with the least work left, aged by its wait (shortest remaining first, as a service that keeps small
- * requests fast does, without starving big ones): a 10-row page waits for at most one slice, not for
- * another client's 100,000-row page. Requests for the same page share one build; the build stops when
+ * page with the least work left (shortest remaining first, as a service that keeps small requests fast
+ * does), every fourth from the oldest page so none starves: a 10-row page waits for about one slice, not
+ * for another client's 100,000-row page nor for a backlog of others. Requests for the same page share one build; the build stops when
  * every request waiting for it has gone.
  */
 import type { WireValue } from '../core/wire.js';
@@ -37,6 +37,7 @@ export class PageBuilder {
   /** Throughput estimate (rows per ms), an average of recent slices; a guess until the first is run. */
   #rowsPerMs = 200;
   #scheduled = false;
+  #turn = 0;
 
   constructor(sliceMs = 5) {
     this.#sliceMs = sliceMs;
@@ -136,17 +137,19 @@ export class PageBuilder {
     });
   }
 
-  /** The job to advance: least remaining rows, less what it has waited (at half the throughput). */
-  #next(now: number): Job | undefined {
+  /**
+   * The job to advance: the one with the least work left (shortest remaining first keeps small pages
+   * fast under any backlog), except every fourth chunk, which goes to the oldest job, so a big page
+   * progresses at a quarter of the throughput at least, however many small ones keep coming. (Aging the
+   * priority by wait instead turns a long backlog into FIFO, and the small request waits for all of it.)
+   */
+  #next(): Job | undefined {
+    const oldestTurn = ++this.#turn % 4 === 0;
     let best: Job | undefined;
-    let bestKey = Number.POSITIVE_INFINITY;
-    const aging = this.#rowsPerMs / 2;
     for (const job of this.#jobs.values()) {
-      const key = job.remaining - (now - job.submitted) * aging;
-      if (key < bestKey) {
-        best = job;
-        bestKey = key;
-      }
+      // Map order is insertion order: the first job is the oldest.
+      if (oldestTurn) return job;
+      if (best === undefined || job.remaining < best.remaining) best = job;
     }
     return best;
   }
@@ -156,7 +159,7 @@ export class PageBuilder {
     let now = started;
     let rows = 0;
     while (now - started < this.#sliceMs) {
-      const job = this.#next(now);
+      const job = this.#next();
       if (job === undefined) break;
       try {
         const step = job.chunks.next();

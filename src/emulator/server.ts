@@ -87,8 +87,6 @@ class EmulatorServer implements Emulator {
   readonly #state: ServiceState;
   readonly #server: Server;
   readonly #requests: RequestRecord[] = [];
-  /** Aborted by `close()`: cancels fault delays and trickles so nothing outlives the server. */
-  readonly #closing = new AbortController();
   #received = 0;
   #closed: Promise<void> | undefined;
   #port = 0;
@@ -96,6 +94,8 @@ class EmulatorServer implements Emulator {
   #inFlight = 0;
   /** Requests being handled, admitted or not. */
   #active = 0;
+  /** Their abort controllers, which `close()` aborts (cheaper per request than `AbortSignal.any`). */
+  readonly #answering = new Set<AbortController>();
   readonly #minute: MinuteWindow | undefined;
   readonly #totalPacer: Pacer | undefined;
   /** Per connection: its pacer, and whether its first response (which pays the handshake) is still due. */
@@ -197,7 +197,7 @@ class EmulatorServer implements Emulator {
 
   close(): Promise<void> {
     this.#closed ??= new Promise<void>((resolve) => {
-      this.#closing.abort();
+      for (const request of this.#answering) request.abort();
       this.#server.close(() => resolve());
       this.#server.closeAllConnections();
     });
@@ -227,12 +227,14 @@ class EmulatorServer implements Emulator {
     // Aborted when the client goes away before its answer is complete, or the emulator closes: waits end
     // and page builds nobody else waits for stop.
     const gone = new AbortController();
+    const signal = gone.signal;
     this.#active++;
+    this.#answering.add(gone);
     res.once('close', () => {
       this.#active--;
+      this.#answering.delete(gone);
       if (!res.writableFinished) gone.abort();
     });
-    const signal = AbortSignal.any([this.#closing.signal, gone.signal]);
     const arrived = performance.now();
     const connection = this.#connections.get(req.socket);
     // The WAN: one round trip before the first byte, and one more for the handshake of a new connection.
