@@ -113,9 +113,9 @@ async function attack(url, load) {
     }
   };
   if (load === '0') {
-    // No load: the probe's baseline on this machine, for as long as `--requests` milliseconds / 100.
-    await new Promise((r) => setTimeout(r, Number(values.requests) * 10));
-    process.send({ counts, seconds: Number(values.requests) / 100 });
+    // No load for 10 s: the probe's baseline on this machine.
+    await new Promise((r) => setTimeout(r, 10_000));
+    process.send({ counts, seconds: 10 });
     process.exit(0);
   }
   const total = load === '3' ? 32 * Number(values.rounds) : Number(values.requests);
