@@ -4,27 +4,16 @@
  * duplicate rows (wrong `start`, a changing `total`, no progress) are protocol errors, never guessed at.
  */
 
-import type { ColumnPlan, DecodedColumns } from '../convert/index.js';
-import {
-  atPage,
-  DecodeError,
-  DqsError,
-  ProtocolError,
-  type RequestInfo,
-  ResponseTooLargeError,
-  safeRepr,
-} from '../core/errors.js';
-import type { WireValue } from '../core/wire.js';
-import type { FastCsvDecoder } from '../decode/csv-columns.js';
-import { decodeCsv, decodeXlsx, parseTablePage } from '../decode/index.js';
-import type { FastTableDecoder, FastTablePage } from '../decode/table-json-fast.js';
+import { channel } from 'node:diagnostics_channel';
+import { atPage, DqsError, ProtocolError } from '../core/errors.js';
+import type { BodyPool, PageBody, PageDecoder, PagePart } from '../decode/index.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import { statusFromHeaders } from '../transport/endpoints.js';
-import { discardBody, type HttpResponse, readBounded, translateError } from '../transport/http.js';
+import { bodyLimit, discardBody, type HttpResponse, readBounded, translateError } from '../transport/http.js';
 import { type RetryEvent, withRetry } from '../transport/retry.js';
 import type { PageRange } from './page-plan.js';
 
-export type DecodableFormat = 'json' | 'csv' | 'xlsx';
+export type { PagePart } from '../decode/index.js';
 
 export interface PageFetchContext {
   readonly client: EndpointClient;
@@ -32,24 +21,16 @@ export interface PageFetchContext {
   readonly queryId: string;
   /** The result's total, as the query reported it; every page must agree. */
   readonly total: number;
-  readonly format: DecodableFormat;
   readonly mediaType: string;
-  readonly plan: readonly ColumnPlan[];
-  /**
-   * Table JSON straight from bytes to columns (Arrow output). Pages it declines (anything unusual) take
-   * the reference path, `JSON.parse` and wire rows, which gives the same values or the right error.
-   */
-  readonly tableDecoder?: FastTableDecoder | undefined;
-  /** CSV straight from bytes to columns, with the same contract (declined pages take `decodeCsv`). */
-  readonly csvDecoder?: FastCsvDecoder | undefined;
+  /** The stream's decoder for the chosen format (fast path, else the reference: see `PageDecoder`). */
+  readonly decoder: PageDecoder;
   readonly maxResponseBytes: number;
   readonly timeoutMs?: number | undefined;
   /** Told about each retried page request (the stream steps its concurrency down on 429s). */
   readonly onRetry?: ((event: RetryEvent) => void) | undefined;
+  /** Opens a page's response another way (a page already read with the query); default: a GET. */
+  readonly openPage?: ((range: PageRange, signal: AbortSignal) => Promise<HttpResponse>) | undefined;
 }
-
-/** Rows of a page as the decoders give them: wire rows (JSON.parse, CSV, XLSX) or decoded columns. */
-export type PagePart = WireValue[][] | DecodedColumns;
 
 /** Rows in a part. */
 export function partLength(part: PagePart): number {
@@ -63,7 +44,10 @@ export interface PageData {
   readonly parts: readonly PagePart[];
   /** Rows in all parts. */
   readonly rowCount: number;
+  /** Body bytes as decoded (inflated): what the page holds in memory, and what a byte window counts. */
   readonly bytes: number;
+  /** Body bytes as they came off the socket (compressed ones, when the server compressed). */
+  readonly wireBytes: number;
   /** Requests it took (more than 1 when the server answered short pages). */
   readonly requests: number;
 }
@@ -72,60 +56,112 @@ interface Piece {
   part: PagePart;
   rows: number;
   bytes: number;
+  wireBytes: number;
   total: number;
   start: number;
 }
 
-/** The page's descriptors must be the planned columns, in order. */
-function checkFields(fields: readonly { id: string }[], plan: readonly ColumnPlan[], where: PageRange): void {
-  if (fields.length === plan.length && plan.every((c) => fields[c.index]?.id === c.id)) return;
-  throw new DecodeError(
-    `The page's fields are not the planned columns: expected ${safeRepr(plan.map((c) => c.id).join(','))}, got ${safeRepr(fields.map((f) => f.id).join(','))}`,
-    { page: where },
-  );
+/**
+ * Per-page timings for benchmarks and diagnostics, published only while someone subscribes
+ * (`diagnostics_channel.subscribe('dqs-client:page', ...)`): see docs/compression.md.
+ */
+const pageChannel = channel('dqs-client:page');
+
+/** What `dqs-client:page` publishes for each page request read and decoded. */
+export interface PageTiming {
+  readonly start: number;
+  readonly limit: number;
+  /** Content codings undone (`[]`: the body came plain). */
+  readonly codings: readonly string[];
+  readonly wireBytes: number;
+  /** Decoded (inflated) body bytes. */
+  readonly bytes: number;
+  /** From sending the request to its response headers (round trip and the server's work). */
+  readonly waitMs: number;
+  /** From the headers to the body's last decoded byte (transfer, with inflating overlapped). */
+  readonly bodyMs: number;
+  /** Decoding after the last byte (formats decoded as the body arrives do most of it before). */
+  readonly decodeMs: number;
 }
 
 async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSignal): Promise<Piece> {
-  const response = await ctx.client.openPage(ctx.datasetId, ctx.queryId, {
-    start: sub.start,
-    limit: sub.limit,
-    mediaType: ctx.mediaType,
-    signal,
-    timeoutMs: ctx.timeoutMs,
-    retry: false,
-  });
+  const sentAt = performance.now();
+  const response = ctx.openPage
+    ? await ctx.openPage(sub, signal)
+    : await ctx.client.openPage(ctx.datasetId, ctx.queryId, {
+        start: sub.start,
+        limit: sub.limit,
+        mediaType: ctx.mediaType,
+        signal,
+        timeoutMs: ctx.timeoutMs,
+        retry: false,
+      });
+  const headersAt = performance.now();
   try {
-    if (ctx.format === 'json') {
-      const decoder = ctx.tableDecoder;
-      const { body, pooled } = decoder
-        ? await readPooled(response, decoder, ctx.maxResponseBytes)
-        : { body: await readBounded(response, ctx.maxResponseBytes), pooled: undefined };
-      let fast: FastTablePage | undefined;
-      let text: string | undefined;
-      try {
-        fast = decoder?.decode(body, sub);
-        if (fast === undefined) text = body.toString('utf8');
-      } finally {
-        // Nothing reads the body's bytes any more: the decoder copied what it keeps.
-        if (pooled) decoder?.releaseBody(pooled);
-      }
-      // The fast decoder only accepts pages whose fields are the plan's, so the check is the same.
-      if (fast === undefined) {
-        const page = parseTablePage(text!, sub);
-        // Values are typed by position: a page whose rows follow other columns must not be read as ours.
-        if (page.rows.length > 0) checkFields(page.fields, ctx.plan, sub);
-        return countChecked(page.rows, page.rows.length, page.count, body.length, page, response.info);
-      }
-      return countChecked(fast, fast.length, fast.count, body.length, fast, response.info);
+    // Formats without a page envelope (CSV, XLSX): the headers give the total, position is what we asked for.
+    const status = ctx.decoder.format.envelope ? undefined : statusFromHeaders(response);
+    const body = pageBody(response, ctx.maxResponseBytes);
+    const { part, envelope } = await ctx.decoder.decode(body, sub);
+    const rows = partLength(part);
+    const wireBytes = response.wireBytes(body.bytes);
+    if (pageChannel.hasSubscribers) {
+      pageChannel.publish({
+        start: sub.start,
+        limit: sub.limit,
+        codings: response.codings,
+        wireBytes,
+        bytes: body.bytes,
+        waitMs: headersAt - sentAt,
+        bodyMs: body.readAt - headersAt,
+        decodeMs: performance.now() - body.readAt,
+      } satisfies PageTiming);
     }
-    // CSV and XLSX carry no page envelope: the headers give the total, position is what we asked for.
-    const status = statusFromHeaders(response);
-    // The same limit and error as buffered bodies: a declared size over it fails before any byte is read.
-    const tooLarge = () => new ResponseTooLargeError(response.info, ctx.maxResponseBytes);
-    if (Number(response.headers['content-length']) > ctx.maxResponseBytes) throw tooLarge();
-    let bytes = 0;
-    const counted = (async function* () {
+    if (envelope === undefined)
+      return { part, rows, bytes: body.bytes, wireBytes, total: status!.total, start: sub.start };
+    if (rows !== envelope.count)
+      throw new ProtocolError(`page says count=${envelope.count} but holds ${rows} rows`, response.info);
+    return { part, rows, bytes: body.bytes, wireBytes, total: envelope.total, start: envelope.start };
+  } finally {
+    discardBody(response);
+    response.done();
+  }
+}
+
+/**
+ * The body of a page response, read once, whole or as it arrives (the decoder chooses), never beyond
+ * `maxBytes` decoded (see `bodyLimit`: a plain body declared over it fails before any byte is read, any
+ * body as soon as its inflated bytes pass it). `bytes` is what was read, decoded; `readAt` when the last
+ * byte was. Reading to the end tells the transport's compression choice how long the page took.
+ */
+function pageBody(
+  response: HttpResponse,
+  maxBytes: number,
+): PageBody & { readonly bytes: number; readonly readAt: number } {
+  let bytes = 0;
+  let readAt = 0;
+  const read = (size: number) => {
+    bytes = size;
+    readAt = performance.now();
+    response.measured(size);
+  };
+  return {
+    get bytes() {
+      return bytes;
+    },
+    get readAt() {
+      return readAt;
+    },
+    async whole(pool) {
+      const got = pool
+        ? await readPooled(response, pool, maxBytes)
+        : { body: await readBounded(response, maxBytes), pooled: undefined };
+      read(got.body.length);
+      return got;
+    },
+    async *chunks() {
+      const count = bodyLimit(response, maxBytes);
       const body = response.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+      let size = 0;
       for (;;) {
         let next: IteratorResult<Buffer>;
         try {
@@ -134,76 +170,68 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
           // A body cut short is a NetworkError (retried), not a DecodeError of the rows before the cut.
           throw translateError(err, response.info, response.signal);
         }
-        if (next.done) return;
-        bytes += next.value.length;
-        if (bytes > ctx.maxResponseBytes) throw tooLarge();
+        if (next.done) {
+          read(size);
+          return;
+        }
+        size = count(next.value.length);
+        bytes = size;
         yield next.value;
       }
-    })();
-    let body: AsyncIterable<Buffer> = counted;
-    if (ctx.format === 'csv' && ctx.csvDecoder) {
-      const chunks: Buffer[] = [];
-      for await (const chunk of counted) chunks.push(chunk);
-      const whole = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes);
-      const fast = ctx.csvDecoder.decode(whole, sub);
-      if (fast) return { part: fast, rows: fast.length, bytes, total: status.total, start: sub.start };
-      // Declined (malformed, a value its column rejects, ...): the reference path gives the rows or the error.
-      body = (async function* () {
-        yield whole;
-      })();
-    }
-    const decode = ctx.format === 'csv' ? decodeCsv : decodeXlsx;
-    const rows: WireValue[][] = [];
-    for await (const chunk of decode(body, ctx.plan, sub)) for (const row of chunk) rows.push(row);
-    return { part: rows, rows: rows.length, bytes, total: status.total, start: sub.start };
-  } finally {
-    discardBody(response);
-    response.done();
-  }
+    },
+  };
 }
 
+/** The last decoded body size per pool (one per stream): the first guess of the next page's. */
+const lastBodySize = new WeakMap<BodyPool, number>();
+/** A first guess for an inflated body with nothing else to go on: a typical page inflates ~7x. */
+const INFLATE_GUESS = 8;
+const MAX_GUESS = 64 * 1024 * 1024;
+
 /**
- * Reads a body of declared length into a buffer the decoder hands out and takes back after decoding, so
- * pages do not each leave a body-sized allocation behind (nor a `Buffer.concat` of the chunks). Bodies
- * of unknown length take `readBounded`.
+ * Reads a body into a buffer the decoder hands out and takes back after decoding, so pages do not each
+ * leave a body-sized allocation behind (nor a `Buffer.concat` of the chunks): every chunk, inflated or not,
+ * is copied once, as it comes. A plain body of declared length gets a buffer of that size; an inflated (or
+ * undeclared) one a guess from the last page of this pool, grown by doubling if the guess was short.
  */
 async function readPooled(
   response: HttpResponse,
-  decoder: FastTableDecoder,
+  pool: BodyPool,
   maxBytes: number,
-): Promise<{ body: Buffer; pooled: Buffer | undefined }> {
+): Promise<{ body: Buffer; pooled: Buffer }> {
+  const count = bodyLimit(response, maxBytes);
   const declared = Number(response.headers['content-length']);
-  if (!Number.isInteger(declared) || declared <= 0 || declared > maxBytes) {
-    return { body: await readBounded(response, maxBytes), pooled: undefined };
-  }
-  const pooled = decoder.bodyBuffer(declared);
+  const known = Number.isInteger(declared) && declared > 0;
+  const exact = known && response.codings.length === 0;
+  const guess = Math.min(
+    MAX_GUESS,
+    maxBytes,
+    lastBodySize.get(pool) ?? (known ? declared * INFLATE_GUESS : 1024 * 1024),
+  );
+  let pooled = pool.bodyBuffer(exact ? declared : Math.max(1, guess));
   let size = 0;
   try {
     for await (const chunk of response.body) {
       const bytes = chunk as Buffer;
       // HTTP/1.1 bodies end at their Content-Length; be safe with anything that does not.
-      if (size + bytes.length > declared)
+      if (exact && size + bytes.length > declared)
         throw new ProtocolError('the body is longer than its Content-Length', response.info);
+      count(bytes.length);
+      if (size + bytes.length > pooled.length) {
+        const bigger = pool.bodyBuffer(Math.max(2 * pooled.length, size + bytes.length));
+        pooled.copy(bigger, 0, 0, size);
+        pool.releaseBody(pooled);
+        pooled = bigger;
+      }
       bytes.copy(pooled, size);
       size += bytes.length;
     }
   } catch (err) {
-    decoder.releaseBody(pooled);
+    pool.releaseBody(pooled);
     throw translateError(err, response.info, response.signal);
   }
+  if (!exact) lastBodySize.set(pool, size);
   return { body: pooled.subarray(0, size), pooled };
-}
-
-function countChecked(
-  part: PagePart,
-  rows: number,
-  count: number,
-  bytes: number,
-  page: { total: number; start: number },
-  info: RequestInfo,
-): Piece {
-  if (rows !== count) throw new ProtocolError(`page says count=${count} but holds ${rows} rows`, info);
-  return { part, rows, bytes, total: page.total, start: page.start };
 }
 
 export async function fetchPage(
@@ -214,6 +242,7 @@ export async function fetchPage(
   const end = range.start + range.limit; // exclusive
   const parts: PagePart[] = [];
   let bytes = 0;
+  let wireBytes = 0;
   let requests = 0;
   let next = range.start;
   while (next < end) {
@@ -237,6 +266,7 @@ export async function fetchPage(
     }
     requests++;
     bytes += piece.bytes;
+    wireBytes += piece.wireBytes;
     const where = { method: 'GET', url: `start=${sub.start} limit=${sub.limit}` };
     if (piece.start !== sub.start) {
       throw atPage(
@@ -265,5 +295,5 @@ export async function fetchPage(
     parts.push(piece.part);
     next += piece.rows;
   }
-  return { range, parts, rowCount: next - range.start, bytes, requests };
+  return { range, parts, rowCount: next - range.start, bytes, wireBytes, requests };
 }

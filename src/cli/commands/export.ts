@@ -14,11 +14,13 @@ import type {
 import { checkTicker } from '../../transport/validate.js';
 import { choice, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
+import { CACHE_OPTIONS } from '../connection.js';
 import { LocalError, systemReason, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { printJson } from '../print.js';
 import { bytes, count, duration } from '../text.js';
 import { readTickers } from '../tickers.js';
+import { cacheNote } from './cache.js';
 
 const WIRE_FORMATS = ['auto', 'json', 'csv', 'xlsx'] as const;
 
@@ -65,6 +67,7 @@ export const exportCommand: Command = {
       help: 'Format to read from the service: auto|json|csv|xlsx (auto: table JSON when offered). Same output.',
     },
     overwrite: { type: 'boolean', help: 'Write finished partitions again instead of skipping them.' },
+    ...CACHE_OPTIONS,
     json: {
       ...JSON_OPTION.json!,
       help: 'Print a JSON summary on stdout: every partition with its status, rows, bytes, query id.',
@@ -111,6 +114,7 @@ export const exportCommand: Command = {
 
     const started = performance.now();
     const { client } = await ctx.connect();
+    const fromCache = cacheNote(client, ctx.debug);
     const tickers = all
       ? (await client.searchTickers(dataset!, '', { signal: ctx.signal })).map((t) => t.id)
       : given;
@@ -153,7 +157,7 @@ export const exportCommand: Command = {
     progress.stop();
     const ms = performance.now() - started;
     if (json) printJson(ctx.io.stdout, summaryJson(result, dataset!, ms));
-    ctx.info(summaryLine(result, ms));
+    ctx.info(`${summaryLine(result, ms)}${fromCache()}`);
     return ExitCode.ok;
   },
 };
