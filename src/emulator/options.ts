@@ -130,7 +130,8 @@ export interface EmulatorOptions {
    * Load shedding: rows of the result pages being built or sent at once. A page that would exceed it is
    * answered `503` with `Retry-After` (the seconds the emulator needs for the work it has queued), unless
    * it has at most 1,024 rows (a slice of work: never shed) or nothing else is in flight. 0: no bound.
-   * @default 250000 (about 60 MB of table JSON)
+   * @default 250000 (about 100 MB of job_listings table JSON); 0 when WAN shaping is on (`latencyMs`,
+   * `pageTimeMs`, `rowTimeMs` or a bandwidth), whose configured limits are then the only ones
    */
   readonly maxPageRowsInFlight?: number;
   /**
@@ -235,6 +236,12 @@ function integer(name: string, value: unknown, fallback: number, min: number, ma
     fail(name, `an integer ${range}`, value);
   }
   return value;
+}
+
+function shaped(o: EmulatorOptions): boolean {
+  return [o.latencyMs, o.pageTimeMs, o.rowTimeMs, o.connectionBytesPerSecond, o.totalBytesPerSecond].some(
+    (v) => typeof v === 'number' && v > 0,
+  );
 }
 
 /** A finite number >= 0 (fractions allowed: `rowTimeMs: 0.02`). */
@@ -393,7 +400,10 @@ export function normalizeOptions(options: EmulatorOptions = {}): NormalizedOptio
     maxPageRowsInFlight: integer(
       'maxPageRowsInFlight',
       options.maxPageRowsInFlight,
-      d.maxPageRowsInFlight,
+      // A shaped emulator models a given service, whose limits are the ones configured (maxInFlight,
+      // requestsPerMinute): its own shedding would add 503s nobody asked for, as shaped pages stay in
+      // flight for their latency and transfer time.
+      shaped(options) ? 0 : d.maxPageRowsInFlight,
       0,
       Number.MAX_SAFE_INTEGER,
     ),
