@@ -4,7 +4,7 @@
  */
 import { inspect } from 'node:util';
 import { DqsError, HttpError } from '../core/errors.js';
-import { Interrupted, LocalError, UsageError } from './errors.js';
+import { Interrupted, isSystemError, LocalError, systemReason, UsageError } from './errors.js';
 import { ExitCode, type ExitCodeValue, exitCodeOf } from './exit-codes.js';
 
 export interface ReportContext {
@@ -85,10 +85,6 @@ function sentence(text: string): string {
   return /[.!?]$/.test(text) ? text : `${text}.`;
 }
 
-function isEpipe(err: unknown): boolean {
-  return (err as NodeJS.ErrnoException | undefined)?.code === 'EPIPE';
-}
-
 export function report(err: unknown, ctx: ReportContext): Report {
   const prefix = ctx.command ? `dqs ${ctx.command}: ` : 'dqs: ';
   let exitCode: ExitCodeValue;
@@ -110,9 +106,10 @@ export function report(err: unknown, ctx: ReportContext): Report {
     exitCode = exitCodeOf(err.code);
     const hint = hintFor(err, ctx);
     line = `${prefix}${sentence(whatFailed(err))}${hint ? ` ${hint}` : ''}`;
-  } else if (isEpipe(err)) {
-    exitCode = ExitCode.ok;
-    line = '';
+  } else if (isSystemError(err)) {
+    // A local fault that no command wrapped (e.g. while reading a file): exit 7 all the same.
+    exitCode = ExitCode.local;
+    line = `${prefix}${sentence(`${err.path ? `${err.path}: ` : ''}${systemReason(err)}`)}`;
   } else {
     exitCode = ExitCode.unexpected;
     const message = err instanceof Error ? err.message : String(err);

@@ -14,7 +14,7 @@ import type {
 import { checkTicker } from '../../transport/validate.js';
 import { choice, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
-import { LocalError, systemReason, UsageError } from '../errors.js';
+import { asLocalFault, LocalError, systemReason, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { printJson } from '../print.js';
 import { bytes, count, duration } from '../text.js';
@@ -148,7 +148,8 @@ export const exportCommand: Command = {
             'run the same command again to export the rest',
         );
       }
-      throw asLocal(err, outDir);
+      // A file system failure while writing (no space, no permission) is a local error, exit code 7.
+      throw asLocalFault(err, outDir);
     }
     progress.stop();
     const ms = performance.now() - started;
@@ -167,15 +168,6 @@ function streamOptions(v: Values): PartitionStreamOptions {
     ...(pageSize !== undefined ? { pageSize } : {}),
     ...(concurrency !== undefined ? { concurrency } : {}),
   };
-}
-
-/** A file system failure while writing (no space, no permission) is a local error, exit code 7. */
-function asLocal(err: unknown, outDir: string): unknown {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  if (typeof code === 'string' && /^E[A-Z]+$/.test(code) && (err as NodeJS.ErrnoException).syscall) {
-    return new LocalError(`cannot write to ${outDir}: ${systemReason(err)}`, { cause: err });
-  }
-  return err;
 }
 
 function summaryLine(result: PartitionedExportResult, ms: number): string {

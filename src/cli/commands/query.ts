@@ -5,7 +5,7 @@ import { SafeFile } from '../../core/safe-file.js';
 import type { StreamOptions } from '../../query/stream-options.js';
 import { choice, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
-import { LocalError, systemReason, UsageError } from '../errors.js';
+import { asLocalFault, LocalError, systemReason, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { FILE_FORMATS, fileFormatOf, LABELS, writerFor } from '../file-formats.js';
 import { printJson } from '../print.js';
@@ -127,6 +127,8 @@ export const queryCommand: Command = {
         await pipeline([stream, rowCounter, ...stages, counter, target?.stream ?? ctx.io.stdout], {
           signal: ctx.signal,
         });
+      } catch (err) {
+        throw asLocalFault(err, target ? out : 'stdout');
       } finally {
         progress.stop();
       }
