@@ -49,6 +49,7 @@ export {
   NotFoundError,
   type PageRef,
   ProtocolError,
+  QueryFailedError,
   RateLimitedError,
   ResponseTooLargeError,
   ServerError,

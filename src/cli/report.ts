@@ -52,6 +52,8 @@ function hintFor(err: DqsError, ctx: ReportContext): string {
       return 'The service did not answer in time; try again, or a smaller --page-size.';
     case 'DQS_SERVER':
       return 'The service failed; try again later.';
+    case 'DQS_QUERY_FAILED':
+      return 'The service could not run the query; try again, or narrow it.';
     case 'DQS_RATE_LIMITED':
       return 'Too many requests; try again later, or a lower --concurrency.';
     case 'DQS_FORMAT_NOT_OFFERED':

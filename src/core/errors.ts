@@ -23,7 +23,8 @@ export type DqsErrorCode =
   | 'DQS_DECODE'
   | 'DQS_INVALID_VALUE'
   | 'DQS_TRUNCATED'
-  | 'DQS_FORMAT_NOT_OFFERED';
+  | 'DQS_FORMAT_NOT_OFFERED'
+  | 'DQS_QUERY_FAILED';
 
 /** A page request of a result: its 1-based `start` and `limit`. */
 export interface PageRef {
@@ -191,13 +192,46 @@ export class ProtocolError extends DqsError {
   }
 }
 
+/** The states the spec names; any other one ends a wait at once (`QueryFailedError`). */
+export const KNOWN_QUERY_STATES: ReadonlySet<string> = new Set(['running', 'complete']);
+
+/**
+ * The service reported a query state the spec does not name (`failed`, `cancelled`, ...). Waiting cannot
+ * turn it into `complete`, so the wait ends at once instead of polling until its timeout.
+ */
+export class QueryFailedError extends DqsError {
+  /** The state the service reported, as sent. */
+  readonly state: string;
+  readonly datasetId: string;
+  readonly queryId: string;
+  /** The `message` the service sent with it, when it sent one. */
+  readonly serverMessage: string | undefined;
+  constructor(details: {
+    state: string;
+    datasetId: string;
+    queryId: string;
+    serverMessage?: string | undefined;
+  }) {
+    const server = details.serverMessage ? `: ${details.serverMessage}` : '';
+    super(
+      'DQS_QUERY_FAILED',
+      `The query ${details.queryId} on ${details.datasetId} is in state ${safeRepr(details.state)}, not running or complete${server}`,
+    );
+    this.state = details.state;
+    this.datasetId = details.datasetId;
+    this.queryId = details.queryId;
+    this.serverMessage = details.serverMessage;
+  }
+}
+
 /** A response body was larger than the configured maximum. */
 export class ResponseTooLargeError extends DqsError {
   readonly maxBytes: number;
-  constructor(info: RequestInfo, maxBytes: number) {
+  constructor(info: RequestInfo, maxBytes: number, options?: { cause?: unknown }) {
     super(
       'DQS_RESPONSE_TOO_LARGE',
       `${info.method} ${info.url}: body exceeds the limit of ${maxBytes} bytes`,
+      options,
     );
     this.maxBytes = maxBytes;
   }

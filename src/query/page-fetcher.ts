@@ -20,7 +20,7 @@ import { decodeCsv, decodeXlsx, parseTablePage } from '../decode/index.js';
 import type { FastTableDecoder, FastTablePage } from '../decode/table-json-fast.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import { statusFromHeaders } from '../transport/endpoints.js';
-import { discardBody, type HttpResponse, readBounded, translateError } from '../transport/http.js';
+import { bodyText, discardBody, type HttpResponse, readBounded, translateError } from '../transport/http.js';
 import { type RetryEvent, withRetry } from '../transport/retry.js';
 import type { PageRange } from './page-plan.js';
 
@@ -104,7 +104,7 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
       let text: string | undefined;
       try {
         fast = decoder?.decode(body, sub);
-        if (fast === undefined) text = body.toString('utf8');
+        if (fast === undefined) text = bodyText(body, response.info);
       } finally {
         // Nothing reads the body's bytes any more: the decoder copied what it keeps.
         if (pooled) decoder?.releaseBody(pooled);

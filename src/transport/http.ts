@@ -2,6 +2,7 @@
  * One HTTP exchange with the service: URL building, headers, credentials, timeouts, abort, and turning
  * statuses and socket failures into typed errors. Everything above speaks in paths and typed results.
  */
+import { constants as bufferConstants } from 'node:buffer';
 import { Agent, type Dispatcher, request } from 'undici';
 import {
   AbortError,
@@ -38,6 +39,7 @@ export interface HttpRequest {
   readonly retry?: boolean;
 }
 
+const { MAX_STRING_LENGTH } = bufferConstants;
 /** A response whose headers arrived with an acceptable status; the body is still to be read. */
 export interface HttpResponse {
   readonly status: number;
@@ -233,7 +235,7 @@ export class HttpTransport {
       const response = await this.#sendChecked(req);
       try {
         const buf = await readBounded(response, this.#options.maxResponseBytes);
-        return { response, text: buf.toString('utf8') };
+        return { response, text: bodyText(buf, response.info) };
       } finally {
         response.done();
       }
@@ -253,6 +255,19 @@ export function discardBody(response: HttpResponse): void {
   if (response.body.destroyed) return;
   response.body.on('error', () => {});
   response.body.destroy();
+}
+
+/**
+ * A body as UTF-8 text. V8 cannot make a string past `MAX_STRING_LENGTH` characters and throws a plain
+ * `Error` (`ERR_STRING_TOO_LONG`); that is a body too large to read as text, a `ResponseTooLargeError`.
+ */
+export function bodyText(body: Buffer, info: RequestInfo): string {
+  try {
+    return body.toString('utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_STRING_TOO_LONG') throw err;
+    throw new ResponseTooLargeError(info, MAX_STRING_LENGTH, { cause: err });
+  }
 }
 
 /** Reads a body into one Buffer, failing fast past `maxBytes` instead of growing without bound. */

@@ -1,3 +1,4 @@
+import { constants as bufferConstants } from 'node:buffer';
 import type { Dispatcher } from 'undici';
 import { InvalidArgumentError } from '../core/errors.js';
 import { API_VERSION } from '../core/wire.js';
@@ -30,8 +31,10 @@ export interface ClientOptions {
    */
   readonly timeoutMs?: number;
   /**
-   * Largest response body accepted, in bytes. A hostile or broken server cannot run us out of memory.
-   * @default 512 MiB
+   * Largest response body accepted, in bytes, checked on `Content-Length` before reading and while
+   * reading. A hostile or broken server cannot run us out of memory. At most V8's longest string
+   * (`buffer.constants.MAX_STRING_LENGTH`, 2^29 - 24 on 64-bit), since a body may be read as text.
+   * @default 256 MiB (a page of 10,000 rows is a few MB: this is a fence, not a budget)
    */
   readonly maxResponseBytes?: number;
   /** Keep-alive connections per origin. @default 8 */
@@ -68,6 +71,8 @@ export interface NormalizedClientOptions {
 
 const LOOPBACK = new Set(['localhost', '[::1]']);
 /** WHATWG URL normalises IPv4 hosts (`127.1` → `127.0.0.1`), so a literal test is enough here. */
+const { MAX_STRING_LENGTH } = bufferConstants;
+
 const IPV4_LOOPBACK = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
 
 function positiveInteger(value: unknown, name: string, fallback: number): number {
@@ -76,6 +81,24 @@ function positiveInteger(value: unknown, name: string, fallback: number): number
     throw new InvalidArgumentError(name, `Expected an integer >= 1, got ${String(value)} (${typeof value})`);
   }
   return value;
+}
+
+/**
+ * The default body limit: half of V8's longest string, so a body read as text never reaches it (UTF-8
+ * text is at most as many characters as bytes) and a body at the limit, with its text, stays within
+ * twice its size in memory.
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
+
+function maxResponseBytes(value: unknown): number {
+  const n = positiveInteger(value, 'maxResponseBytes', DEFAULT_MAX_RESPONSE_BYTES);
+  if (n > MAX_STRING_LENGTH) {
+    throw new InvalidArgumentError(
+      'maxResponseBytes',
+      `Expected an integer from 1 to ${MAX_STRING_LENGTH} (V8's longest string), got ${n} (number)`,
+    );
+  }
+  return n;
 }
 
 export function normalizeClientOptions(options: ClientOptions = {}): NormalizedClientOptions {
@@ -157,7 +180,7 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     apiKey: apiKey === '' ? undefined : apiKey,
     apiVersion,
     timeoutMs: positiveInteger(options.timeoutMs, 'timeoutMs', 60_000),
-    maxResponseBytes: positiveInteger(options.maxResponseBytes, 'maxResponseBytes', 512 * 1024 * 1024),
+    maxResponseBytes: maxResponseBytes(options.maxResponseBytes),
     connections: positiveInteger(options.connections, 'connections', 8),
     headers,
     dispatcher: options.dispatcher,
