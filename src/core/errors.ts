@@ -6,6 +6,8 @@
  * and the server's `{message}` when it sent one. Decode and value errors say where: page, row, column.
  */
 
+import { redactError, redactSecrets } from './redact.js';
+
 export type DqsErrorCode =
   | 'DQS_INVALID_ARGUMENT'
   | 'DQS_AUTH'
@@ -47,7 +49,9 @@ export class DqsError extends Error {
   /** Set on the error a result stream fails with, once its query is known: where to resume. */
   checkpoint: ResumePoint | undefined;
   constructor(code: DqsErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    // Masked before the stack is made from it: a server may echo the key in what we quote.
+    super(redactSecrets(message), options);
+    redactError(options?.cause);
     this.code = code;
     this.name = new.target.name;
     this.page = undefined;
@@ -101,7 +105,8 @@ export class HttpError extends DqsError {
     this.status = details.status;
     this.method = details.method;
     this.url = details.url;
-    this.serverMessage = details.serverMessage;
+    this.serverMessage =
+      details.serverMessage === undefined ? undefined : redactSecrets(details.serverMessage);
   }
 }
 
@@ -217,10 +222,11 @@ export class QueryFailedError extends DqsError {
       'DQS_QUERY_FAILED',
       `The query ${details.queryId} on ${details.datasetId} is in state ${safeRepr(details.state)}, not running or complete${server}`,
     );
-    this.state = details.state;
+    this.state = redactSecrets(details.state);
     this.datasetId = details.datasetId;
     this.queryId = details.queryId;
-    this.serverMessage = details.serverMessage;
+    this.serverMessage =
+      details.serverMessage === undefined ? undefined : redactSecrets(details.serverMessage);
   }
 }
 
@@ -278,7 +284,7 @@ export class InvalidValueError extends DqsError {
     this.page = loc.page;
     this.row = loc.row;
     this.column = loc.column;
-    this.value = value;
+    this.value = typeof value === 'string' ? redactSecrets(value) : value;
     this.expected = expected;
   }
 }

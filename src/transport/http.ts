@@ -21,6 +21,7 @@ import {
   ServerError,
   TimeoutError,
 } from '../core/errors.js';
+import { registerSecret } from '../core/redact.js';
 import { VERSION } from '../core/version.js';
 import type { NormalizedClientOptions } from './options.js';
 import { type RetryEvent, withRetry } from './retry.js';
@@ -106,6 +107,7 @@ export class HttpTransport {
             `it returned ${typeof token === 'string' ? 'a string that is not printable ASCII' : typeof token}`,
           );
         }
+        registerSecret(token);
         this.#token = token;
       }
       return this.#token;

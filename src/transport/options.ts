@@ -1,6 +1,7 @@
 import { constants as bufferConstants } from 'node:buffer';
 import type { Dispatcher } from 'undici';
 import { InvalidArgumentError } from '../core/errors.js';
+import { registerSecret } from '../core/redact.js';
 import { API_VERSION } from '../core/wire.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limiter.js';
 import { type NormalizedRetryOptions, normalizeRetryOptions, type RetryOptions } from './retry.js';
@@ -174,6 +175,8 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     }
     headers[k.toLowerCase()] = String(v);
   }
+  // From now on every error the library makes masks this key, should a server echo it back.
+  if (typeof apiKey === 'string') registerSecret(apiKey);
   return {
     baseUrl,
     token: options.token,

@@ -65,6 +65,10 @@ export const exportCommand: Command = {
       help: 'Format to read from the service: auto|json|csv|xlsx (auto: table JSON when offered). Same output.',
     },
     overwrite: { type: 'boolean', help: 'Write finished partitions again instead of skipping them.' },
+    strict: {
+      type: 'boolean',
+      help: 'With --all-tickers: exit 6 if the service listed a malformed ticker (skipped, with a warning, without it).',
+    },
     json: {
       ...JSON_OPTION.json!,
       help: 'Print a JSON summary on stdout: every partition with its status, rows, bytes, query id.',
@@ -111,9 +115,21 @@ export const exportCommand: Command = {
 
     const started = performance.now();
     const { client } = await ctx.connect();
-    const tickers = all
-      ? (await client.searchTickers(dataset!, '', { signal: ctx.signal })).map((t) => t.id)
-      : given;
+    let malformed = 0;
+    let tickers = given;
+    if (all) {
+      const listed = await client.searchTickers(dataset!, '', { signal: ctx.signal });
+      // One malformed id from the service is not worth failing (nor blaming the user for, with exit 2):
+      // skipped, counted, and fatal only with --strict.
+      tickers = listed.map((t) => t.id).filter((id) => isTicker(id));
+      malformed = listed.length - tickers.length;
+      if (malformed > 0) {
+        const first = listed.find((t) => !isTicker(t.id))!.id;
+        ctx.warn(
+          `skipped ${count(malformed)} malformed ticker${malformed === 1 ? '' : 's'} the service listed (first: ${JSON.stringify(first)})`,
+        );
+      }
+    }
     if (tickers.length === 0) {
       ctx.info(`${dataset} lists no tickers: nothing to export`);
       if (json) printJson(ctx.io.stdout, summaryJson(undefined, dataset!, 0));
@@ -155,9 +171,24 @@ export const exportCommand: Command = {
     const ms = performance.now() - started;
     if (json) printJson(ctx.io.stdout, summaryJson(result, dataset!, ms));
     ctx.info(summaryLine(result, ms));
+    if (malformed > 0 && flag(v, 'strict')) {
+      ctx.warn(
+        `--strict: ${count(malformed)} malformed ticker${malformed === 1 ? ' was' : 's were'} skipped`,
+      );
+      return ExitCode.protocol;
+    }
     return ExitCode.ok;
   },
 };
+
+function isTicker(id: unknown): boolean {
+  try {
+    checkTicker(id);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 function streamOptions(v: Values): PartitionStreamOptions {
   const format = choice('export', v, 'format', WIRE_FORMATS);
