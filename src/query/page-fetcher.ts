@@ -9,7 +9,9 @@ import {
   atPage,
   DecodeError,
   DqsError,
+  KNOWN_QUERY_STATES,
   ProtocolError,
+  QueryFailedError,
   type RequestInfo,
   ResponseTooLargeError,
   safeRepr,
@@ -118,8 +120,9 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
       }
       return countChecked(fast, fast.length, fast.count, body.length, fast, response.info);
     }
-    // CSV and XLSX carry no page envelope: the headers give the total, position is what we asked for.
-    const status = statusFromHeaders(response);
+    // CSV and XLSX carry no page envelope: position is what we asked for, and the total is the HEAD's
+    // unless the response repeats the query headers (checked then). The spec shows none on the data GET.
+    const status = dataGetStatus(ctx, response);
     // The same limit and error as buffered bodies: a declared size over it fails before any byte is read.
     const tooLarge = () => new ResponseTooLargeError(response.info, ctx.maxResponseBytes);
     if (Number(response.headers['content-length']) > ctx.maxResponseBytes) throw tooLarge();
@@ -160,6 +163,25 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
     discardBody(response);
     response.done();
   }
+}
+
+/**
+ * The query headers of a CSV/XLSX data GET, when it has them: a state the spec does not name is a
+ * `QueryFailedError`, a malformed total a `ProtocolError` (via `statusFromHeaders`). Without them the
+ * result is the one the HEAD described.
+ */
+function dataGetStatus(ctx: PageFetchContext, response: HttpResponse): { total: number } {
+  const state = response.headers['x-state'];
+  const total = response.headers['x-total'];
+  if (state === undefined && total === undefined) return { total: ctx.total };
+  if (typeof state === 'string' && state.trim() !== '' && !KNOWN_QUERY_STATES.has(state.trim())) {
+    throw new QueryFailedError({ state: state.trim(), datasetId: ctx.datasetId, queryId: ctx.queryId });
+  }
+  if (state === undefined) {
+    // A total without a state: read it as a complete query's.
+    return statusFromHeaders({ ...response, headers: { ...response.headers, 'x-state': 'complete' } });
+  }
+  return statusFromHeaders(response);
 }
 
 /**
