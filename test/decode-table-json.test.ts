@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { planColumns } from '../src/convert/index.js';
 import { DecodeError } from '../src/core/errors.js';
-import { decodeTableJson, parseTablePage } from '../src/decode/index.js';
-import { caught, chunked, collect, field } from './convert-fixtures.js';
+import { FORMATS, parseTablePage } from '../src/decode/index.js';
+import { caught, chunked, field } from './convert-fixtures.js';
 
 const where = { start: 21, limit: 10 };
 const page = {
@@ -54,17 +54,21 @@ describe('parseTablePage', () => {
   });
 });
 
-describe('decodeTableJson (the RowDecoder face of table JSON)', () => {
+describe("FORMATS.json.reference (table JSON's reference decoder)", () => {
   const plan = planColumns(page.fields);
+  const { reference } = FORMATS.json;
 
-  it('yields the rows of a body arriving in pieces', async () => {
+  it('gives the rows and the envelope of a body arriving in pieces', async () => {
     const text = JSON.stringify(page);
-    expect(await collect(decodeTableJson(chunked(text, [7, 1, 300]), plan, where))).toEqual(page.rows);
+    expect(await reference(chunked(text, [7, 1, 300]), plan, where)).toEqual({
+      part: page.rows,
+      envelope: { total: 22, count: 2, start: 21 },
+    });
   });
 
   it('rejects a page whose fields are not the planned columns', async () => {
     const other = JSON.stringify({ ...page, fields: [page.fields[1], page.fields[0], page.fields[2]] });
-    const error = await caught(() => collect(decodeTableJson(chunked(other), plan, where)));
+    const error = await caught(() => reference(chunked(other), plan, where));
     expect(error).toBeInstanceOf(DecodeError);
     expect((error as Error).message).toContain('not the planned columns');
   });

@@ -92,6 +92,40 @@ export interface EmulatorOptions {
    * @default true
    */
   readonly compression?: boolean | CompressionOptions;
+  /**
+   * Round-trip time in ms, as a WAN adds it: every response's first byte waits this long after the request
+   * arrived, and the first response on a new connection one more (the TCP handshake). 0: none.
+   * @default 0
+   */
+  readonly latencyMs?: number;
+  /**
+   * Execution time of a result page before its first byte, in ms: `pageTimeMs + rowTimeMs × rows`
+   * (added to `latencyMs`; the emulator's own serialization time counts towards it). 0: none.
+   * @default 0
+   */
+  readonly pageTimeMs?: number;
+  /** @default 0 (see `pageTimeMs`), e.g. 0.02 */
+  readonly rowTimeMs?: number;
+  /**
+   * Bandwidth of each connection in bytes per second, paced on the bytes on the wire (after compression).
+   * 0: unlimited.
+   * @default 0
+   */
+  readonly connectionBytesPerSecond?: number;
+  /** Bandwidth shared by all connections, bytes per second. 0: unlimited. @default 0 */
+  readonly totalBytesPerSecond?: number;
+  /**
+   * Requests handled at once (arrival to last byte sent); one more is answered `429` with
+   * `Retry-After: 1`, as a gateway's concurrency limit does. 0: no cap.
+   * @default 0
+   */
+  readonly maxInFlight?: number;
+  /**
+   * Requests admitted per sliding 60 s; beyond, `429` with `Retry-After` = the seconds until the oldest
+   * admitted request leaves the window (refused requests do not count). 0: no limit.
+   * @default 0
+   */
+  readonly requestsPerMinute?: number;
 }
 
 export interface CompressionOptions {
@@ -125,6 +159,13 @@ export interface NormalizedOptions {
   readonly requestLogLimit: number;
   readonly fault: FaultHook | undefined;
   readonly compression: NormalizedCompression;
+  readonly latencyMs: number;
+  readonly pageTimeMs: number;
+  readonly rowTimeMs: number;
+  readonly connectionBytesPerSecond: number;
+  readonly totalBytesPerSecond: number;
+  readonly maxInFlight: number;
+  readonly requestsPerMinute: number;
 }
 
 export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault' | 'compression'> = Object.freeze({
@@ -142,6 +183,13 @@ export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault' | 'compression'> =
   pageCacheSize: 64,
   pageCacheBytes: 256 * 1024 * 1024,
   requestLogLimit: 10_000,
+  latencyMs: 0,
+  pageTimeMs: 0,
+  rowTimeMs: 0,
+  connectionBytesPerSecond: 0,
+  totalBytesPerSecond: 0,
+  maxInFlight: 0,
+  requestsPerMinute: 0,
 });
 
 const KNOWN = new Set<string>([...Object.keys(DEFAULT_OPTIONS), 'fault', 'compression']);
@@ -155,6 +203,15 @@ function integer(name: string, value: unknown, fallback: number, min: number, ma
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `between ${min} and ${max}`;
     fail(name, `an integer ${range}`, value);
+  }
+  return value;
+}
+
+/** A finite number >= 0 (fractions allowed: `rowTimeMs: 0.02`). */
+function milliseconds(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 2_147_483_647) {
+    fail(name, 'a number of milliseconds >= 0', value);
   }
   return value;
 }
@@ -278,5 +335,30 @@ export function normalizeOptions(options: EmulatorOptions = {}): NormalizedOptio
     ),
     fault,
     compression: compression(options.compression),
+    latencyMs: milliseconds('latencyMs', options.latencyMs, d.latencyMs),
+    pageTimeMs: milliseconds('pageTimeMs', options.pageTimeMs, d.pageTimeMs),
+    rowTimeMs: milliseconds('rowTimeMs', options.rowTimeMs, d.rowTimeMs),
+    connectionBytesPerSecond: integer(
+      'connectionBytesPerSecond',
+      options.connectionBytesPerSecond,
+      d.connectionBytesPerSecond,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
+    totalBytesPerSecond: integer(
+      'totalBytesPerSecond',
+      options.totalBytesPerSecond,
+      d.totalBytesPerSecond,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
+    maxInFlight: integer('maxInFlight', options.maxInFlight, d.maxInFlight, 0, Number.MAX_SAFE_INTEGER),
+    requestsPerMinute: integer(
+      'requestsPerMinute',
+      options.requestsPerMinute,
+      d.requestsPerMinute,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
   };
 }

@@ -8,6 +8,8 @@ export interface Reply {
   readonly close?: boolean;
   /** The page cache's key of `body`, so its compressed forms are cached beside it. */
   readonly cacheKey?: string;
+  /** Rows of a result page: its execution time (`pageTimeMs`, `rowTimeMs`) depends on them. */
+  readonly rows?: number;
 }
 
 /** On every response, as the spec's HEAD sample shows it. */

@@ -15,6 +15,7 @@ import { QueryStore } from './query-store.js';
 import { readBody } from './read-body.js';
 import { errorReply, type Reply } from './reply.js';
 import { route } from './routes.js';
+import { MinuteWindow, Pacer } from './shaping.js';
 import { parseTarget } from './target.js';
 import { transmit } from './transmit.js';
 
@@ -72,6 +73,12 @@ class EmulatorServer implements Emulator {
   #received = 0;
   #closed: Promise<void> | undefined;
   #port = 0;
+  /** Requests admitted and not yet answered in full (`maxInFlight`). */
+  #inFlight = 0;
+  readonly #minute: MinuteWindow | undefined;
+  readonly #totalPacer: Pacer | undefined;
+  /** Per connection: its pacer, and whether its first response (which pays the handshake) is still due. */
+  readonly #connections = new WeakMap<Socket, { pacer: Pacer | undefined; fresh: boolean }>();
 
   constructor(options: NormalizedOptions) {
     this.#options = options;
@@ -80,6 +87,12 @@ class EmulatorServer implements Emulator {
       queries: new QueryStore(options.queryDelayMs),
       pages: new PageCache(options.pageCacheSize, options.pageCacheBytes),
     };
+    this.#minute = options.requestsPerMinute > 0 ? new MinuteWindow(options.requestsPerMinute) : undefined;
+    this.#totalPacer = options.totalBytesPerSecond > 0 ? new Pacer(options.totalBytesPerSecond) : undefined;
+    this.#server.on('connection', (socket: Socket) => {
+      const rate = options.connectionBytesPerSecond;
+      this.#connections.set(socket, { pacer: rate > 0 ? new Pacer(rate) : undefined, fresh: true });
+    });
     this.#server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       this.#handle(req, res).catch(() => res.destroy());
     });
@@ -164,11 +177,19 @@ class EmulatorServer implements Emulator {
       this.#requests.splice(0, this.#requests.length - options.requestLogLimit);
     }
     const signal = this.#closing.signal;
+    const arrived = performance.now();
+    const connection = this.#connections.get(req.socket);
+    // The WAN: one round trip before the first byte, and one more for the handshake of a new connection.
+    let firstByteAt = arrived + options.latencyMs;
+    if (connection?.fresh) {
+      connection.fresh = false;
+      firstByteAt += options.latencyMs;
+    }
 
     try {
-      let reply: Reply | undefined;
+      let reply: Reply | undefined = this.#admit(res);
       let fault: Fault | undefined;
-      if (options.fault) {
+      if (reply === undefined && options.fault) {
         try {
           const checked = checkFault(
             await options.fault({
@@ -196,6 +217,7 @@ class EmulatorServer implements Emulator {
       }
       if (fault?.kind === 'status') reply = faultReply(fault);
       reply ??= await this.#route(req, target);
+      if (reply.rows !== undefined) firstByteAt += options.pageTimeMs + options.rowTimeMs * reply.rows;
       reply = await encodeReply(
         reply,
         req.headers['accept-encoding'],
@@ -205,8 +227,10 @@ class EmulatorServer implements Emulator {
       );
       if (signal.aborted) throw signal.reason;
       record.encoding = reply.headers['Content-Encoding'] ?? null;
+      const wait = firstByteAt - performance.now();
+      if (wait >= 1) await sleep(wait, undefined, { signal });
       record.status = reply.status;
-      await transmit(res, reply, fault, signal);
+      await transmit(res, reply, fault, signal, { connection: connection?.pacer, total: this.#totalPacer });
     } catch (err) {
       // Nobody left to answer (closing, hung up), or too late for a status: just drop the connection.
       if (signal.aborted || res.headersSent || res.destroyed || req.socket.destroyed) {
@@ -217,6 +241,40 @@ class EmulatorServer implements Emulator {
       record.status = 500;
       await transmit(res, errorReply(500, message), undefined, signal);
     }
+  }
+
+  /**
+   * Admission, as a gateway in front of the service: `undefined` admits the request (holding an in-flight
+   * slot until its response is done), otherwise the 429 to answer.
+   */
+  #admit(res: ServerResponse): Reply | undefined {
+    const { maxInFlight } = this.#options;
+    if (maxInFlight > 0 && this.#inFlight >= maxInFlight) {
+      return errorReply(429, `too many requests in flight: at most ${maxInFlight} at once`, {
+        'Retry-After': '1',
+      });
+    }
+    if (this.#minute) {
+      const retryAfter = this.#minute.admit(performance.now());
+      if (retryAfter > 0) {
+        return errorReply(429, `rate limit: at most ${this.#options.requestsPerMinute} requests per minute`, {
+          'Retry-After': String(retryAfter),
+        });
+      }
+    }
+    if (maxInFlight > 0) {
+      this.#inFlight++;
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        this.#inFlight--;
+      };
+      // 'finish': the last byte is with the kernel, before the client can send its next request.
+      res.once('finish', release);
+      res.once('close', release);
+    }
+    return undefined;
   }
 
   #route(req: IncomingMessage, target: ReturnType<typeof parseTarget>): Promise<Reply> | Reply {

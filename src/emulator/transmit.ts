@@ -5,6 +5,13 @@ import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Fault } from './faults.js';
 import type { Reply } from './reply.js';
+import { type Pacer, pacedWrite } from './shaping.js';
+
+/** Bandwidth limits of one response: its connection's and the emulator's total, when set. */
+export interface Pacing {
+  readonly connection: Pacer | undefined;
+  readonly total: Pacer | undefined;
+}
 
 function headersOf(reply: Reply): Record<string, string> {
   const headers: Record<string, string> = { ...reply.headers };
@@ -19,6 +26,7 @@ export async function transmit(
   reply: Reply,
   fault: Fault | undefined,
   signal: AbortSignal,
+  pacing?: Pacing,
 ): Promise<void> {
   res.writeHead(reply.status, headersOf(reply));
   // A HEAD response carries no body, whatever Content-Length says.
@@ -53,5 +61,9 @@ export async function transmit(
     return;
   }
 
+  if (pacing && (pacing.connection || pacing.total) && body.length > 0) {
+    await pacedWrite(res, body, pacing.connection, pacing.total, signal);
+    return;
+  }
   res.end(body);
 }

@@ -4,29 +4,22 @@
  * duplicate rows (wrong `start`, a changing `total`, no progress) are protocol errors, never guessed at.
  */
 
-import type { ColumnPlan, DecodedColumns } from '../convert/index.js';
 import {
   atPage,
-  DecodeError,
   DqsError,
   KNOWN_QUERY_STATES,
   ProtocolError,
   QueryFailedError,
-  type RequestInfo,
   ResponseTooLargeError,
-  safeRepr,
 } from '../core/errors.js';
-import type { WireValue } from '../core/wire.js';
-import type { FastCsvDecoder } from '../decode/csv-columns.js';
-import { decodeCsv, decodeXlsx, parseTablePage } from '../decode/index.js';
-import type { FastTableDecoder, FastTablePage } from '../decode/table-json-fast.js';
+import type { BodyPool, PageBody, PageDecoder, PagePart } from '../decode/index.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import { statusFromHeaders } from '../transport/endpoints.js';
-import { bodyText, discardBody, type HttpResponse, readBounded, translateError } from '../transport/http.js';
+import { discardBody, type HttpResponse, readBounded, translateError } from '../transport/http.js';
 import { type RetryEvent, withRetry } from '../transport/retry.js';
 import type { PageRange } from './page-plan.js';
 
-export type DecodableFormat = 'json' | 'csv' | 'xlsx';
+export type { PagePart } from '../decode/index.js';
 
 export interface PageFetchContext {
   readonly client: EndpointClient;
@@ -34,24 +27,14 @@ export interface PageFetchContext {
   readonly queryId: string;
   /** The result's total, as the query reported it; every page must agree. */
   readonly total: number;
-  readonly format: DecodableFormat;
   readonly mediaType: string;
-  readonly plan: readonly ColumnPlan[];
-  /**
-   * Table JSON straight from bytes to columns (Arrow output). Pages it declines (anything unusual) take
-   * the reference path, `JSON.parse` and wire rows, which gives the same values or the right error.
-   */
-  readonly tableDecoder?: FastTableDecoder | undefined;
-  /** CSV straight from bytes to columns, with the same contract (declined pages take `decodeCsv`). */
-  readonly csvDecoder?: FastCsvDecoder | undefined;
+  /** The stream's decoder for the chosen format (fast path, else the reference: see `PageDecoder`). */
+  readonly decoder: PageDecoder;
   readonly maxResponseBytes: number;
   readonly timeoutMs?: number | undefined;
   /** Told about each retried page request (the stream steps its concurrency down on 429s). */
   readonly onRetry?: ((event: RetryEvent) => void) | undefined;
 }
-
-/** Rows of a page as the decoders give them: wire rows (JSON.parse, CSV, XLSX) or decoded columns. */
-export type PagePart = WireValue[][] | DecodedColumns;
 
 /** Rows in a part. */
 export function partLength(part: PagePart): number {
@@ -78,15 +61,6 @@ interface Piece {
   start: number;
 }
 
-/** The page's descriptors must be the planned columns, in order. */
-function checkFields(fields: readonly { id: string }[], plan: readonly ColumnPlan[], where: PageRange): void {
-  if (fields.length === plan.length && plan.every((c) => fields[c.index]?.id === c.id)) return;
-  throw new DecodeError(
-    `The page's fields are not the planned columns: expected ${safeRepr(plan.map((c) => c.id).join(','))}, got ${safeRepr(fields.map((f) => f.id).join(','))}`,
-    { page: where },
-  );
-}
-
 async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSignal): Promise<Piece> {
   const response = await ctx.client.openPage(ctx.datasetId, ctx.queryId, {
     start: sub.start,
@@ -97,72 +71,30 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
     retry: false,
   });
   try {
-    if (ctx.format === 'json') {
-      const decoder = ctx.tableDecoder;
-      const { body, pooled } = decoder
-        ? await readPooled(response, decoder, ctx.maxResponseBytes)
-        : { body: await readBounded(response, ctx.maxResponseBytes), pooled: undefined };
-      let fast: FastTablePage | undefined;
-      let text: string | undefined;
-      try {
-        fast = decoder?.decode(body, sub);
-        if (fast === undefined) text = bodyText(body, response.info);
-      } finally {
-        // Nothing reads the body's bytes any more: the decoder copied what it keeps.
-        if (pooled) decoder?.releaseBody(pooled);
-      }
-      // The fast decoder only accepts pages whose fields are the plan's, so the check is the same.
-      if (fast === undefined) {
-        const page = parseTablePage(text!, sub);
-        // Values are typed by position: a page whose rows follow other columns must not be read as ours.
-        if (page.rows.length > 0) checkFields(page.fields, ctx.plan, sub);
-        return countChecked(page.rows, page.rows.length, page.count, body.length, page, response.info);
-      }
-      return countChecked(fast, fast.length, fast.count, body.length, fast, response.info);
-    }
-    // CSV and XLSX carry no page envelope: position is what we asked for, and the total is the HEAD's
-    // unless the response repeats the query headers (checked then). The spec shows none on the data GET.
-    const status = dataGetStatus(ctx, response);
-    // The same limit and error as buffered bodies: a declared size over it fails before any byte is read.
-    const tooLarge = () => new ResponseTooLargeError(response.info, ctx.maxResponseBytes);
-    if (Number(response.headers['content-length']) > ctx.maxResponseBytes) throw tooLarge();
-    let bytes = 0;
-    const counted = (async function* () {
-      const body = response.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-      for (;;) {
-        let next: IteratorResult<Buffer>;
-        try {
-          next = await body.next();
-        } catch (err) {
-          // A body cut short is a NetworkError (retried), not a DecodeError of the rows before the cut.
-          throw translateError(err, response.info, response.signal);
-        }
-        if (next.done) return;
-        bytes += next.value.length;
-        if (bytes > ctx.maxResponseBytes) throw tooLarge();
-        yield next.value;
-      }
-    })();
-    let body: AsyncIterable<Buffer> = counted;
-    if (ctx.format === 'csv' && ctx.csvDecoder) {
-      const chunks: Buffer[] = [];
-      for await (const chunk of counted) chunks.push(chunk);
-      const whole = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes);
-      const fast = ctx.csvDecoder.decode(whole, sub);
-      if (fast) return { part: fast, rows: fast.length, bytes, total: status.total, start: sub.start };
-      // Declined (malformed, a value its column rejects, ...): the reference path gives the rows or the error.
-      body = (async function* () {
-        yield whole;
-      })();
-    }
-    const decode = ctx.format === 'csv' ? decodeCsv : decodeXlsx;
-    const rows: WireValue[][] = [];
-    for await (const chunk of decode(body, ctx.plan, sub)) for (const row of chunk) rows.push(row);
-    return { part: rows, rows: rows.length, bytes, total: status.total, start: sub.start };
+    // Formats without a page envelope (CSV, XLSX): position is what we asked for, and the total is the
+    // HEAD's unless the response repeats the query headers (checked then). The spec shows none on the data GET.
+    const status = ctx.decoder.format.envelope ? undefined : dataGetStatus(ctx, response);
+    const body = pageBody(response, ctx.maxResponseBytes);
+    const { part, envelope } = await ctx.decoder.decode(body, sub).catch((err: unknown) => {
+      // V8 cannot make a string that long: a body too large to read as text, not a plain Error.
+      throw isStringTooLong(err)
+        ? new ResponseTooLargeError(response.info, ctx.maxResponseBytes, { cause: err })
+        : err;
+    });
+    const rows = partLength(part);
+    if (envelope === undefined)
+      return { part, rows, bytes: body.bytes, total: status!.total, start: sub.start };
+    if (rows !== envelope.count)
+      throw new ProtocolError(`page says count=${envelope.count} but holds ${rows} rows`, response.info);
+    return { part, rows, bytes: body.bytes, total: envelope.total, start: envelope.start };
   } finally {
     discardBody(response);
     response.done();
   }
+}
+
+function isStringTooLong(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException | null)?.code === 'ERR_STRING_TOO_LONG';
 }
 
 /**
@@ -185,20 +117,60 @@ function dataGetStatus(ctx: PageFetchContext, response: HttpResponse): { total: 
 }
 
 /**
+ * The body of a page response, read once, whole or as it arrives (the decoder chooses), never beyond
+ * `maxBytes`: a declared size over it fails before any byte is read, a body growing past it as soon as it
+ * does. `bytes` is what was read.
+ */
+function pageBody(response: HttpResponse, maxBytes: number): PageBody & { readonly bytes: number } {
+  let bytes = 0;
+  return {
+    get bytes() {
+      return bytes;
+    },
+    async whole(pool) {
+      const read = pool
+        ? await readPooled(response, pool, maxBytes)
+        : { body: await readBounded(response, maxBytes), pooled: undefined };
+      bytes = read.body.length;
+      return read;
+    },
+    async *chunks() {
+      // The same limit and error as whole bodies.
+      const tooLarge = () => new ResponseTooLargeError(response.info, maxBytes);
+      if (Number(response.headers['content-length']) > maxBytes) throw tooLarge();
+      const body = response.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+      for (;;) {
+        let next: IteratorResult<Buffer>;
+        try {
+          next = await body.next();
+        } catch (err) {
+          // A body cut short is a NetworkError (retried), not a DecodeError of the rows before the cut.
+          throw translateError(err, response.info, response.signal);
+        }
+        if (next.done) return;
+        bytes += next.value.length;
+        if (bytes > maxBytes) throw tooLarge();
+        yield next.value;
+      }
+    },
+  };
+}
+
+/**
  * Reads a body of declared length into a buffer the decoder hands out and takes back after decoding, so
  * pages do not each leave a body-sized allocation behind (nor a `Buffer.concat` of the chunks). Bodies
  * of unknown length take `readBounded`.
  */
 async function readPooled(
   response: HttpResponse,
-  decoder: FastTableDecoder,
+  pool: BodyPool,
   maxBytes: number,
 ): Promise<{ body: Buffer; pooled: Buffer | undefined }> {
   const declared = Number(response.headers['content-length']);
   if (!Number.isInteger(declared) || declared <= 0 || declared > maxBytes) {
     return { body: await readBounded(response, maxBytes), pooled: undefined };
   }
-  const pooled = decoder.bodyBuffer(declared);
+  const pooled = pool.bodyBuffer(declared);
   let size = 0;
   try {
     for await (const chunk of response.body) {
@@ -210,22 +182,10 @@ async function readPooled(
       size += bytes.length;
     }
   } catch (err) {
-    decoder.releaseBody(pooled);
+    pool.releaseBody(pooled);
     throw translateError(err, response.info, response.signal);
   }
   return { body: pooled.subarray(0, size), pooled };
-}
-
-function countChecked(
-  part: PagePart,
-  rows: number,
-  count: number,
-  bytes: number,
-  page: { total: number; start: number },
-  info: RequestInfo,
-): Piece {
-  if (rows !== count) throw new ProtocolError(`page says count=${count} but holds ${rows} rows`, info);
-  return { part, rows, bytes, total: page.total, start: page.start };
 }
 
 export async function fetchPage(

@@ -20,8 +20,7 @@ import {
 import { abortReason } from '../core/abortable.js';
 import { DqsError, RateLimitedError, type ResumePoint, TruncatedError } from '../core/errors.js';
 import type { FieldDescriptor } from '../core/wire.js';
-import { FastCsvDecoder } from '../decode/csv-columns.js';
-import { FastTableDecoder } from '../decode/table-json-fast.js';
+import { PageDecoder } from '../decode/index.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import type { RetryEvent } from '../transport/retry.js';
 import { OrderedWindow } from './ordered-window.js';
@@ -226,22 +225,18 @@ export class ResultStream extends Readable {
     }
     const { format, mediaType } = chooseFormat(opts.format, source.formats);
     const pages = planPages(opts.startRow, source.total, opts.pageSize);
-    // Table JSON straight from bytes into columns, for Arrow batches and row objects alike.
-    const tableDecoder =
-      format === 'json' && opts.decoder === 'fast'
-        ? new FastTableDecoder(plan, { strings: opts.output === 'rows' ? 'exact' : 'utf8' })
-        : undefined;
-    const csvDecoder = format === 'csv' && opts.decoder === 'fast' ? new FastCsvDecoder(plan) : undefined;
+    // Fast decoders (bytes straight into columns) feed Arrow batches and row objects alike.
+    const decoder = new PageDecoder(format, plan, {
+      fast: opts.decoder === 'fast',
+      strings: opts.output === 'rows' ? 'exact' : 'utf8',
+    });
     const ctx = {
       client: source.client,
       datasetId: source.datasetId,
       queryId: source.id,
       total: source.total,
-      format,
       mediaType,
-      plan,
-      tableDecoder,
-      csvDecoder,
+      decoder,
       maxResponseBytes: source.maxResponseBytes,
       timeoutMs: opts.timeoutMs,
       onRetry: (event: RetryEvent) => {
@@ -265,9 +260,7 @@ export class ResultStream extends Readable {
     let pageCount = 0;
     try {
       const convert =
-        opts.output === 'arrow'
-          ? this.#arrowConverter(plan, tableDecoder)
-          : this.#rowConverter(plan, tableDecoder);
+        opts.output === 'arrow' ? this.#arrowConverter(plan, decoder) : this.#rowConverter(plan, decoder);
       if (pages.length === 0 && opts.output === 'arrow') {
         // An empty result still carries its schema, so writers and `toTable()` know the columns.
         yield [new RecordBatchBuilder(plan, { onInvalid: opts.onInvalid }).flush()];
@@ -299,7 +292,7 @@ export class ResultStream extends Readable {
     }
   }
 
-  #arrowConverter(plan: ColumnPlan[], decoder: FastTableDecoder | undefined) {
+  #arrowConverter(plan: ColumnPlan[], decoder: PageDecoder) {
     const builder = new RecordBatchBuilder(plan, { onInvalid: this.#options.onInvalid });
     const batchSize = this.#options.batchSize;
     return {
@@ -325,7 +318,7 @@ export class ResultStream extends Readable {
             if (builder.length >= batchSize) out.push(builder.flush());
           }
           // Copied into the builder: the decoder may decode the next page into these buffers.
-          if (!Array.isArray(part)) decoder?.recycle(part);
+          if (!Array.isArray(part)) decoder.recycle(part);
           first += n;
         }
         return [out];
@@ -336,7 +329,7 @@ export class ResultStream extends Readable {
     };
   }
 
-  #rowConverter(plan: ColumnPlan[], decoder: FastTableDecoder | undefined) {
+  #rowConverter(plan: ColumnPlan[], decoder: PageDecoder) {
     const make = makeRowFactory(plan, { onInvalid: this.#options.onInvalid });
     // Made at the first decoded page (table JSON or CSV through a columnar decoder).
     let fromColumns: ReturnType<typeof makeColumnRowFactory> | undefined;
@@ -371,7 +364,7 @@ export class ResultStream extends Readable {
               fromColumns(job, from, Math.min(job.length, from + ROW_SLICE), out);
               yield out;
             }
-            decoder?.recycle(job);
+            decoder.recycle(job);
           }
         })();
       },

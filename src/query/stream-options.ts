@@ -1,7 +1,7 @@
 import type { ColumnKind } from '../convert/index.js';
 import { FormatNotOfferedError, InvalidArgumentError } from '../core/errors.js';
 import { MediaType } from '../core/wire.js';
-import type { DecodableFormat } from './page-fetcher.js';
+import { DECODABLE_FORMATS, type DecodableFormat, FORMATS } from '../decode/index.js';
 
 /** Options of `result.stream()`, `client.stream()`, `toTable()` and `toArray()`. */
 export interface StreamOptions {
@@ -103,7 +103,7 @@ export function normalizeStreamOptions(options: StreamOptions = {}): NormalizedS
   }
   return {
     output: oneOf(options.output, 'output', ['arrow', 'rows'], 'arrow'),
-    format: oneOf(options.format, 'format', ['auto', 'json', 'csv', 'xlsx'], 'auto'),
+    format: oneOf(options.format, 'format', ['auto', ...DECODABLE_FORMATS], 'auto'),
     pageSize,
     concurrency,
     window,
@@ -123,14 +123,6 @@ export function normalizeStreamOptions(options: StreamOptions = {}): NormalizedS
   };
 }
 
-const FORMAT_MEDIA: Record<DecodableFormat, string> = {
-  json: MediaType.table,
-  csv: MediaType.csv,
-  xlsx: MediaType.xlsx,
-};
-/** `auto` preference, fastest decoder first (see bench/). */
-const AUTO_ORDER: readonly DecodableFormat[] = ['json', 'csv', 'xlsx'];
-
 /** Resolves the format to read against what the query offers. */
 export function chooseFormat(
   requested: 'auto' | DecodableFormat,
@@ -138,9 +130,11 @@ export function chooseFormat(
 ): { format: DecodableFormat; mediaType: string } {
   // A service that lists no formats is assumed to speak table JSON, the spec's own type.
   const available = offered.length ? offered : [MediaType.table];
-  const candidates = requested === 'auto' ? AUTO_ORDER : [requested];
+  // `auto` prefers the fastest decoder (see bench/): the table's order.
+  const candidates = requested === 'auto' ? DECODABLE_FORMATS : [requested];
   for (const format of candidates) {
-    if (available.includes(FORMAT_MEDIA[format])) return { format, mediaType: FORMAT_MEDIA[format] };
+    const { mediaType } = FORMATS[format];
+    if (available.includes(mediaType)) return { format, mediaType };
   }
   throw new FormatNotOfferedError(requested === 'auto' ? 'auto (json, csv or xlsx)' : requested, available);
 }

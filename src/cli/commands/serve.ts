@@ -37,6 +37,41 @@ export const serveCommand: Command = {
       arg: 'N',
       help: 'Compression level 1-9 of gzip, deflate and brotli (default 1, as nginx).',
     },
+    'latency-ms': {
+      type: 'string',
+      arg: 'MS',
+      help: 'Round-trip time added before every first byte, twice on a new connection (default 0).',
+    },
+    'page-time-ms': {
+      type: 'string',
+      arg: 'MS',
+      help: 'Execution time of each result page before its first byte (default 0).',
+    },
+    'row-time-ms': {
+      type: 'string',
+      arg: 'MS',
+      help: 'More execution time per row of a page, e.g. 0.02 (default 0).',
+    },
+    'connection-bandwidth': {
+      type: 'string',
+      arg: 'RATE',
+      help: 'Bytes per second of each connection, e.g. 25MB or 100Mbit (default unlimited).',
+    },
+    'total-bandwidth': {
+      type: 'string',
+      arg: 'RATE',
+      help: 'Bytes per second shared by all connections, e.g. 100MB (default unlimited).',
+    },
+    'max-in-flight': {
+      type: 'string',
+      arg: 'N',
+      help: 'Requests handled at once; more are answered 429 with Retry-After (default no cap).',
+    },
+    'requests-per-minute': {
+      type: 'string',
+      arg: 'N',
+      help: 'Requests admitted per sliding minute; more are answered 429 with Retry-After (default no limit).',
+    },
     ...JSON_OPTION,
   },
   connects: false,
@@ -53,6 +88,13 @@ export const serveCommand: Command = {
       ...optional('queryDelayMs', int('serve', v, 'query-delay-ms', 0)),
       ...optional('maxPageSize', int('serve', v, 'max-page-size', 1)),
       ...compressionOption(v),
+      ...optional('latencyMs', milliseconds(v, 'latency-ms')),
+      ...optional('pageTimeMs', milliseconds(v, 'page-time-ms')),
+      ...optional('rowTimeMs', milliseconds(v, 'row-time-ms')),
+      ...optional('connectionBytesPerSecond', rate(v, 'connection-bandwidth')),
+      ...optional('totalBytesPerSecond', rate(v, 'total-bandwidth')),
+      ...optional('maxInFlight', int('serve', v, 'max-in-flight', 0)),
+      ...optional('requestsPerMinute', int('serve', v, 'requests-per-minute', 0)),
     };
     const { startEmulator } = await import('../../emulator/index.js');
     let emulator: Awaited<ReturnType<typeof startEmulator>>;
@@ -85,6 +127,36 @@ export const serveCommand: Command = {
     }
   },
 };
+
+function milliseconds(v: Values, name: string): number | undefined {
+  const raw = str(v, name);
+  if (raw === undefined) return undefined;
+  const n = /^\s*\d+(\.\d+)?\s*$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isFinite(n) || n > 2_147_483_647) {
+    throw new UsageError(
+      `Expected --${name} to be a number of milliseconds >= 0, got ${JSON.stringify(raw)}`,
+      'serve',
+    );
+  }
+  return n;
+}
+
+const UNITS: Record<string, number> = { '': 1, k: 1e3, K: 1e3, M: 1e6, G: 1e9 };
+
+/** Bytes per second from `25000000`, `25MB`, `25M/s`, `100Mbit` (decimal units; `bit` divides by 8). */
+function rate(v: Values, name: string): number | undefined {
+  const raw = str(v, name);
+  if (raw === undefined) return undefined;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([kKMG]?)(B|bit|b)?(?:\/s|ps)?\s*$/.exec(raw);
+  const bytes = m ? (Number(m[1]) * UNITS[m[2]!]!) / (m[3] === 'bit' || m[3] === 'b' ? 8 : 1) : Number.NaN;
+  if (!Number.isFinite(bytes) || bytes < 1 || bytes > Number.MAX_SAFE_INTEGER) {
+    throw new UsageError(
+      `Expected --${name} to be a rate such as 25MB, 100Mbit or 1000000 (bytes per second), got ${JSON.stringify(raw)}`,
+      'serve',
+    );
+  }
+  return Math.round(bytes);
+}
 
 function compressionOption(v: Values): { compression?: false | { level: number } } {
   const level = int('serve', v, 'compression-level', 1, 9);

@@ -120,6 +120,8 @@ export async function readResults(
   }
 
   const key = `${query.id}|${format}|${start}|${limit}`;
+  // Larger limits are clamped: the page echoes `limit`, `count` says what came.
+  const count = pageRowCount(plan, start - 1, Math.min(limit, options.maxPageSize));
   const body = await state.pages.get(key, () =>
     serializePage(format, {
       id: query.id,
@@ -127,12 +129,17 @@ export async function readResults(
       total: plan.total,
       start,
       limit,
-      // Larger limits are clamped: the page echoes `limit`, `count` says what came.
-      count: pageRowCount(plan, start - 1, Math.min(limit, options.maxPageSize)),
+      count,
       chunks: () => planRowChunks(plan, start - 1, Math.min(limit, options.maxPageSize)),
       fields: dataset.fields,
       lastDateUpdated: dataset.lastDateUpdated,
     }),
   );
-  return { status: 200, headers: { ...headers, 'Content-Type': CONTENT_TYPES[format] }, body, cacheKey: key };
+  return {
+    status: 200,
+    headers: { ...headers, 'Content-Type': CONTENT_TYPES[format] },
+    body,
+    cacheKey: key,
+    rows: count,
+  };
 }

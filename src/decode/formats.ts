@@ -1,0 +1,162 @@
+/**
+ * The result formats, in one table: format name → media type, an optional fast decoder and the reference
+ * decoder. Every format has a reference (bytes to wire rows, the values table JSON would carry, or the
+ * right error); a format may add a fast path (a whole body straight into columns) that either gives
+ * exactly the reference's result or declines the page. The fallback between the two lives in one place,
+ * `PageDecoder` (page-decoder.ts).
+ *
+ * Adding a format = its decoder in a file of its own + one entry here.
+ */
+
+import type { DecodedColumns } from '../convert/column-data.js';
+import type { ColumnPlan } from '../convert/plan.js';
+import { DecodeError, type PageRef, safeRepr } from '../core/errors.js';
+import { MediaType, type WireValue } from '../core/wire.js';
+import { decodeCsv } from './csv.js';
+import { FastCsvDecoder } from './csv-columns.js';
+import { parseTablePage } from './table-json.js';
+import { FastTableDecoder } from './table-json-fast.js';
+import { decodeXlsx } from './xlsx.js';
+
+/** What a page says of itself, for formats whose pages carry an envelope (table JSON). */
+export interface PageEnvelope {
+  readonly total: number;
+  readonly count: number;
+  readonly start: number;
+}
+
+/** The rows of a page: wire rows (reference decoders) or decoded columns (fast decoders). */
+export type PagePart = WireValue[][] | DecodedColumns;
+
+/** A decoded page: its rows and, for formats that have one, its envelope (else the headers tell). */
+export interface DecodedPage {
+  readonly part: PagePart;
+  readonly envelope?: PageEnvelope | undefined;
+}
+
+/** Options for making a fast decoder. */
+export interface FastDecoderOptions {
+  /**
+   * `'utf8'` (Arrow output) or `'exact'` (row objects, whose strings are JS strings: pages where the two
+   * differ, such as a lone surrogate, are declined).
+   */
+  readonly strings: 'utf8' | 'exact';
+}
+
+/**
+ * A fast path, one per stream (it may keep buffers between pages): a whole body → the page as columns,
+ * or `undefined` when the page is anything but ordinary (the reference then decides).
+ */
+export interface FastDecoder {
+  decode(body: Buffer, where: PageRef): DecodedPage | undefined;
+  /** Takes back the buffers of a decoded page once its rows were copied out. */
+  recycle?(part: DecodedColumns): void;
+  /** A buffer to read a body of `size` bytes into; given back with `releaseBody()`. */
+  bodyBuffer?(size: number): Buffer;
+  releaseBody?(buffer: Buffer): void;
+}
+
+/** One result format. */
+export interface ResultFormat {
+  readonly mediaType: string;
+  /** Pages carry `total`, `count` and `start` in their body; otherwise the response headers give them. */
+  readonly envelope: boolean;
+  /** Makes the stream's fast decoder, if the format has one. */
+  readonly fast?: (plan: readonly ColumnPlan[], options: FastDecoderOptions) => FastDecoder;
+  /** The reference: the body as it arrives → the page's wire rows, or the right `DecodeError`. */
+  readonly reference: (
+    body: AsyncIterable<Uint8Array | string>,
+    plan: readonly ColumnPlan[],
+    where: PageRef,
+  ) => Promise<DecodedPage>;
+}
+
+/** The formats this client reads, in the order `format: 'auto'` prefers them (fastest to decode first). */
+export const FORMATS = {
+  json: {
+    mediaType: MediaType.table,
+    envelope: true,
+    fast(plan, options) {
+      const decoder = new FastTableDecoder(plan, options);
+      return {
+        decode(body, where) {
+          const page = decoder.decode(body, where);
+          return page && { part: page, envelope: page };
+        },
+        recycle: (part) => decoder.recycle(part),
+        bodyBuffer: (size) => decoder.bodyBuffer(size),
+        releaseBody: (buffer) => decoder.releaseBody(buffer),
+      };
+    },
+    reference: decodeTableJson,
+  },
+  csv: {
+    mediaType: MediaType.csv,
+    envelope: false,
+    fast(plan) {
+      const decoder = new FastCsvDecoder(plan);
+      return {
+        decode(body, where) {
+          const part = decoder.decode(body, where);
+          return part && { part };
+        },
+      };
+    },
+    reference: async (body, plan, where) => ({ part: await allRows(decodeCsv(body, plan, where)) }),
+  },
+  xlsx: {
+    mediaType: MediaType.xlsx,
+    envelope: false,
+    reference: async (body, plan, where) => ({ part: await allRows(decodeXlsx(body, plan, where)) }),
+  },
+} as const satisfies Record<string, ResultFormat>;
+
+/**
+ * A format this client decodes, by the one name it has everywhere (stream options, `--format`, this
+ * table). Table JSON is `'json'` here; the wire's own names (`'table'`, ...) are for raw downloads.
+ */
+export type DecodableFormat = keyof typeof FORMATS;
+
+/** The decodable formats, in `format: 'auto'`'s order of preference. */
+export const DECODABLE_FORMATS = Object.keys(FORMATS) as DecodableFormat[];
+
+async function allRows(chunks: AsyncIterable<WireValue[][]>): Promise<WireValue[][]> {
+  const rows: WireValue[][] = [];
+  for await (const chunk of chunks) for (const row of chunk) rows.push(row);
+  return rows;
+}
+
+/**
+ * Table JSON's reference: reads the whole body (`JSON.parse` cannot take it in pieces), parses and checks
+ * the page. Values are typed by position, so a page whose rows follow other columns than the plan's is a
+ * `DecodeError` (an empty page is left to the page fetcher, which knows whether rows were due).
+ */
+export async function decodeTableJson(
+  body: AsyncIterable<Uint8Array | string>,
+  plan: readonly ColumnPlan[],
+  where: PageRef,
+): Promise<DecodedPage> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const bytes =
+      typeof chunk === 'string'
+        ? Buffer.from(chunk)
+        : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    parts.push(bytes);
+    size += bytes.length;
+  }
+  const whole = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+  const page = parseTablePage(whole.toString('utf8'), where);
+  if (page.rows.length > 0) checkFields(page.fields, plan, where);
+  return { part: page.rows, envelope: { total: page.total, count: page.count, start: page.start } };
+}
+
+/** The page's descriptors must be the planned columns, in order. */
+function checkFields(fields: readonly { id: string }[], plan: readonly ColumnPlan[], where: PageRef): void {
+  if (fields.length === plan.length && plan.every((c) => fields[c.index]?.id === c.id)) return;
+  throw new DecodeError(
+    `The page's fields are not the planned columns: expected ${safeRepr(plan.map((c) => c.id).join(','))}, got ${safeRepr(fields.map((f) => f.id).join(','))}`,
+    { page: where },
+  );
+}

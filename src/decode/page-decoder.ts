@@ -1,0 +1,81 @@
+/**
+ * `PageDecoder`: the one place where a page goes to its format's fast decoder or, when there is none or
+ * it declines the page, to the reference. One per stream (a fast decoder keeps buffers between pages).
+ */
+
+import type { DecodedColumns } from '../convert/column-data.js';
+import type { ColumnPlan } from '../convert/plan.js';
+import type { PageRef } from '../core/errors.js';
+import {
+  type DecodableFormat,
+  type DecodedPage,
+  type FastDecoder,
+  type FastDecoderOptions,
+  FORMATS,
+  type ResultFormat,
+} from './formats.js';
+
+/** A page body as the page fetcher offers it: whole, or as it arrives. The decoder takes one of the two. */
+export interface PageBody {
+  /**
+   * The whole body. With a `pool` and a declared length it is read into a buffer of the pool, returned
+   * as `pooled` (give it back with `pool.releaseBody()` once nothing reads it).
+   */
+  whole(pool?: BodyPool): Promise<{ body: Buffer; pooled: Buffer | undefined }>;
+  /** The body's chunks as they arrive. */
+  chunks(): AsyncIterable<Buffer>;
+}
+
+/** Hands out and takes back body buffers, so pages do not each leave a body-sized allocation behind. */
+export interface BodyPool {
+  bodyBuffer(size: number): Buffer;
+  releaseBody(buffer: Buffer): void;
+}
+
+export interface PageDecoderOptions extends FastDecoderOptions {
+  /** Use the format's fast decoder when it has one (`false`: always the reference, for tests and benches). */
+  readonly fast: boolean;
+}
+
+export class PageDecoder {
+  readonly name: DecodableFormat;
+  readonly format: ResultFormat;
+  readonly plan: readonly ColumnPlan[];
+  readonly #fast: FastDecoder | undefined;
+  readonly #pool: BodyPool | undefined;
+
+  constructor(name: DecodableFormat, plan: readonly ColumnPlan[], options: PageDecoderOptions) {
+    this.name = name;
+    this.format = FORMATS[name];
+    this.plan = plan;
+    const fast = options.fast ? this.format.fast?.(plan, options) : undefined;
+    this.#fast = fast;
+    this.#pool = fast?.bodyBuffer && fast.releaseBody ? (fast as BodyPool) : undefined;
+  }
+
+  /**
+   * Decodes one page: the fast decoder on the whole body, and the reference on the same bytes if it
+   * declines (the reference then gives the same rows or the right error, with its location); without a
+   * fast decoder, the reference reads the body as it arrives.
+   */
+  async decode(body: PageBody, where: PageRef): Promise<DecodedPage> {
+    const fast = this.#fast;
+    if (fast === undefined) return this.format.reference(body.chunks(), this.plan, where);
+    const { body: bytes, pooled } = await body.whole(this.#pool);
+    try {
+      return fast.decode(bytes, where) ?? (await this.format.reference(once(bytes), this.plan, where));
+    } finally {
+      // Nothing reads the body's bytes any more: the decoders copied what they keep.
+      if (pooled) this.#pool!.releaseBody(pooled);
+    }
+  }
+
+  /** Hands the buffers of a decoded page back to the fast decoder once its rows were copied out. */
+  recycle(part: DecodedColumns): void {
+    this.#fast?.recycle?.(part);
+  }
+}
+
+async function* once(bytes: Buffer): AsyncGenerator<Buffer> {
+  yield bytes;
+}
