@@ -208,7 +208,7 @@ describe.concurrent('local faults are exit 7 with one line', () => {
     const r = await run(queryArgs(join(dir, 'x.parquet')), uid === undefined ? {} : { uid });
     expect(r.code, r.stderr).toBe(ExitCode.local);
     expectOneLine(r.stderr);
-    expect(r.stderr).toMatch(/cannot write .*x\.parquet: permission denied \(EACCES\)/);
+    expect(r.stderr).toMatch(/cannot create .*x\.parquet: permission denied \(EACCES\)/);
     expect(emulator.requests.length).toBe(before);
     expect(await readdir(dir)).toEqual([]);
   });

@@ -169,7 +169,7 @@ async function createTarget(out: string): Promise<SafeFile> {
   try {
     return await SafeFile.create(out);
   } catch (err) {
-    throw new LocalError(`cannot write ${out}: ${systemReason(err)}`, { cause: err });
+    throw new LocalError(`cannot create ${out}: ${systemReason(err)}`, { cause: err });
   }
 }
 
