@@ -4,7 +4,7 @@
  */
 export {
   type DuckDBConnectionLike,
-  MissingPackageError,
+  type PolarsDataFrameLike,
   type PolarsLike,
   type ToDuckDBOptions,
   type ToPolarsOptions,
@@ -31,12 +31,15 @@ export {
   type TslabLike,
 } from './analytics/preview.js';
 export type { MimeBundle } from './analytics/result-display.js';
-export { DatasetClient, type QueryOptions } from './client.js';
+export type { CacheEvent } from './cache/events.js';
+export type { CacheOptions } from './cache/options.js';
+export { DatasetClient, type DatasetClientOptions, type QueryOptions } from './client.js';
 export type { ColumnKind } from './convert/index.js';
 export {
   AbortError,
   AuthenticationError,
   BadRequestError,
+  ContentEncodingError,
   DecodeError,
   DqsError,
   type DqsErrorCode,
@@ -44,6 +47,7 @@ export {
   HttpError,
   InvalidArgumentError,
   InvalidValueError,
+  MissingPackageError,
   NetworkError,
   NotAcceptableError,
   NotFoundError,
@@ -52,6 +56,7 @@ export {
   QueryFailedError,
   RateLimitedError,
   ResponseTooLargeError,
+  RowLimitError,
   ServerError,
   TimeoutError,
   TruncatedError,
@@ -83,6 +88,10 @@ export { type ParquetCompression, type ParquetOptions, toParquet } from './outpu
 export { type DownloadOptions, QueryResult } from './query/query-result.js';
 export {
   type Checkpoint,
+  type LocalMark,
+  type LocalReadContext,
+  type LocalRows,
+  type LocalStep,
   type ProgressEvent,
   type ResultSource,
   ResultStream,

@@ -3,14 +3,31 @@
  * the embedded emulator in this process and says so on stderr: that is what makes the README's first
  * command work on a fresh clone, with no account and no server.
  */
-
 import { readFile } from 'node:fs/promises';
+import { defaultCacheDir } from '../cache/options.js';
 import type { DatasetClient } from '../client.js';
-import type { Values } from './args.js';
+import type { OptionSpecs, Values } from './args.js';
 import { flag, str } from './args.js';
 import type { CliIo } from './command.js';
 import { LocalError, systemReason, UsageError } from './errors.js';
 import { readAll } from './tickers.js';
+
+/** Options of the commands that read results (`query`, `export`): the result cache is on by default. */
+export const CACHE_OPTIONS: OptionSpecs = {
+  'no-cache': {
+    type: 'boolean',
+    help: 'Read the service in full: neither use nor fill the local result cache (docs/cache.md).',
+  },
+  refresh: {
+    type: 'boolean',
+    help: 'Read the service in full and replace the cached result.',
+  },
+};
+
+/** `off`, or the directory to use (`refresh`: replace, never serve). */
+export type CacheSetting =
+  | { readonly mode: 'off' }
+  | { readonly mode: 'use' | 'refresh'; readonly dir: string };
 
 export type ConnectionSettings =
   | {
@@ -18,6 +35,7 @@ export type ConnectionSettings =
       readonly baseUrl: string;
       readonly apiKey: string | undefined;
       readonly allowInsecureHttp: boolean;
+      readonly cache: CacheSetting;
     }
   | { readonly kind: 'embedded' };
 
@@ -43,12 +61,21 @@ export function resolveConnection(
   fileKey?: string,
 ): ConnectionSettings {
   const baseUrl = nonEmpty(str(values, 'base-url')) ?? nonEmpty(env.DQS_BASE_URL);
+  const noCache = flag(values, 'no-cache');
+  const refresh = flag(values, 'refresh');
+  if (noCache && refresh) {
+    throw new UsageError('--no-cache leaves the cache alone, --refresh replaces an entry: use one');
+  }
+  // The embedded emulator gets a new port, hence new keys, on every run: its results are never cached.
   if (baseUrl === undefined) return { kind: 'embedded' };
+  // No cache directory (no HOME): commands work as without a cache, never write into the working directory.
+  const dir = noCache ? undefined : defaultCacheDir(env);
   return {
     kind: 'service',
     baseUrl,
     apiKey: nonEmpty(str(values, 'api-key')) ?? nonEmpty(fileKey) ?? nonEmpty(env.DQS_API_KEY),
     allowInsecureHttp: flag(values, 'allow-insecure-http'),
+    cache: dir === undefined ? { mode: 'off' } : { mode: refresh ? 'refresh' : 'use', dir },
   };
 }
 
@@ -97,6 +124,9 @@ export async function openConnection(
       allowInsecureHttp: settings.allowInsecureHttp,
       // Explicit, so the library does not fall back on DQS_API_KEY when the user gave no key.
       apiKey: settings.apiKey ?? '',
+      ...(settings.cache.mode === 'off'
+        ? {}
+        : { cache: { dir: settings.cache.dir, refresh: settings.cache.mode === 'refresh' } }),
     });
     return { client, baseUrl: client.baseUrl, embedded: false, close: () => client.close() };
   }

@@ -25,7 +25,9 @@ export type DqsErrorCode =
   | 'DQS_DECODE'
   | 'DQS_INVALID_VALUE'
   | 'DQS_TRUNCATED'
+  | 'DQS_ROW_LIMIT'
   | 'DQS_FORMAT_NOT_OFFERED'
+  | 'DQS_MISSING_PACKAGE'
   | 'DQS_QUERY_FAILED';
 
 /** A page request of a result: its 1-based `start` and `limit`. */
@@ -230,15 +232,30 @@ export class QueryFailedError extends DqsError {
   }
 }
 
+/**
+ * A body this client cannot turn back into what the server encoded: a `Content-Encoding` it has no decoder
+ * for, or a body that is not what its `Content-Encoding` says (says gzip, sends plain). Never handed on to a
+ * decoder as garbage; not retried (the same server would answer the same way).
+ */
+export class ContentEncodingError extends ProtocolError {
+  /** The `Content-Encoding` as the server sent it. */
+  readonly encoding: string;
+  constructor(message: string, encoding: string, info: RequestInfo, options?: { cause?: unknown }) {
+    super(message, info, options);
+    this.encoding = encoding;
+  }
+}
+
 /** A response body was larger than the configured maximum. */
 export class ResponseTooLargeError extends DqsError {
   readonly maxBytes: number;
-  constructor(info: RequestInfo, maxBytes: number, options?: { cause?: unknown }) {
-    super(
-      'DQS_RESPONSE_TOO_LARGE',
-      `${info.method} ${info.url}: body exceeds the limit of ${maxBytes} bytes`,
-      options,
-    );
+  constructor(
+    info: RequestInfo,
+    maxBytes: number,
+    reason = `body exceeds the limit of ${maxBytes} bytes`,
+    options?: { cause?: unknown },
+  ) {
+    super('DQS_RESPONSE_TOO_LARGE', `${info.method} ${info.url}: ${reason}`, options);
     this.maxBytes = maxBytes;
   }
 }
@@ -301,6 +318,23 @@ export class TruncatedError extends DqsError {
   }
 }
 
+/**
+ * The server says the result holds more rows than `maxRows` (by default the spec's 500,000-row cap): refused
+ * before any page is read, since reading a total the server made up would never end.
+ */
+export class RowLimitError extends DqsError {
+  readonly total: number;
+  readonly maxRows: number;
+  constructor(total: number, maxRows: number) {
+    super(
+      'DQS_ROW_LIMIT',
+      `The service says the result has ${total} rows, more than \`maxRows\` (${maxRows}); the spec caps a result at 500000 rows. Pass a larger \`maxRows\` to read it anyway`,
+    );
+    this.total = total;
+    this.maxRows = maxRows;
+  }
+}
+
 /** The caller asked for a format the query does not offer. */
 export class FormatNotOfferedError extends DqsError {
   readonly offered: readonly string[];
@@ -310,6 +344,22 @@ export class FormatNotOfferedError extends DqsError {
       `Format "${requested}" is not offered by this query; offered: ${offered.join(', ') || '(none)'}`,
     );
     this.offered = offered;
+  }
+}
+
+/**
+ * An optional peer (nodejs-polars) cannot be loaded: either it is not installed, or it is installed and a
+ * piece of it is missing (its native binary for this platform). The message says which; the failed
+ * import is the `cause`.
+ */
+export class MissingPackageError extends DqsError {
+  readonly packageName: string;
+  /** The package that is really missing: `packageName`, or its platform binary (`nodejs-polars-linux-x64-gnu`). */
+  readonly missing: string;
+  constructor(packageName: string, missing: string, message: string, options?: { cause?: unknown }) {
+    super('DQS_MISSING_PACKAGE', message, options);
+    this.packageName = packageName;
+    this.missing = missing;
   }
 }
 

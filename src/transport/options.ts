@@ -1,8 +1,9 @@
 import { constants as bufferConstants } from 'node:buffer';
 import type { Dispatcher } from 'undici';
-import { InvalidArgumentError } from '../core/errors.js';
+import { InvalidArgumentError, safeRepr } from '../core/errors.js';
 import { registerSecret } from '../core/redact.js';
 import { API_VERSION } from '../core/wire.js';
+import { type ContentCoding, isSupportedCoding, SUPPORTED_CODINGS } from './content-encoding.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limiter.js';
 import { type NormalizedRetryOptions, normalizeRetryOptions, type RetryOptions } from './retry.js';
 
@@ -38,7 +39,12 @@ export interface ClientOptions {
    * @default 256 MiB (a page of 10,000 rows is a few MB: this is a fence, not a budget)
    */
   readonly maxResponseBytes?: number;
-  /** Keep-alive connections per origin. @default 8 */
+  /**
+   * Keep-alive connections per origin, at most. Unset, there are as many as requests in flight: the
+   * streams' `concurrency` decides (and `'auto'` concurrency stays at or below 64). Set, it also bounds
+   * `'auto'` concurrency, and a fixed `concurrency` above it is refused rather than silently queued.
+   * @default as many as requests in flight
+   */
   readonly connections?: number;
   /** Extra headers for every request (e.g. a proxy's). Cannot replace `Authorization`. */
   readonly headers?: Readonly<Record<string, string>>;
@@ -54,6 +60,22 @@ export interface ClientOptions {
   readonly retry?: RetryOptions | false;
   /** Client-side quota shared by all requests, e.g. `{ requests: 20, intervalMs: 60_000 }`. @default off */
   readonly rateLimit?: RateLimitOptions;
+  /**
+   * Compressed transfer (`Accept-Encoding`). `'auto'`: JSON answers always ask for it; result pages try
+   * both on the connection and keep what is faster there (compressed on a slow link, plain where the
+   * server's compressing costs more than the bytes it saves). `true`: always ask, `false`: never ask. A
+   * list (`['br', 'gzip']`) always asks for those codings only, in that order. Whatever is asked, a
+   * compressed body is inflated, and `maxResponseBytes` counts inflated bytes.
+   * Codings: `gzip`, `deflate`, `br`, and `zstd` where Node's zlib has it (22.15+).
+   * @default 'auto'
+   */
+  readonly compression?: boolean | 'auto' | readonly ContentCoding[];
+}
+
+/** Asking for compression: whether and how (the `Accept-Encoding` value). */
+export interface NormalizedCompression {
+  readonly mode: 'auto' | 'always' | 'never';
+  readonly acceptEncoding: string;
 }
 
 export interface NormalizedClientOptions {
@@ -63,11 +85,26 @@ export interface NormalizedClientOptions {
   readonly apiVersion: string;
   readonly timeoutMs: number;
   readonly maxResponseBytes: number;
-  readonly connections: number;
+  readonly connections: number | undefined;
   readonly headers: Readonly<Record<string, string>>;
   readonly dispatcher: Dispatcher | undefined;
   readonly retry: NormalizedRetryOptions;
   readonly rateLimiter: RateLimiter | undefined;
+  readonly compression: NormalizedCompression;
+}
+
+function normalizeCompression(value: unknown): NormalizedCompression {
+  const all = SUPPORTED_CODINGS.join(', ');
+  if (value === undefined || value === 'auto') return { mode: 'auto', acceptEncoding: all };
+  if (value === true) return { mode: 'always', acceptEncoding: all };
+  if (value === false) return { mode: 'never', acceptEncoding: 'identity' };
+  if (Array.isArray(value) && value.length > 0 && value.every(isSupportedCoding)) {
+    return { mode: 'always', acceptEncoding: [...new Set(value)].join(', ') };
+  }
+  throw new InvalidArgumentError(
+    'compression',
+    `Expected true, false, 'auto' or a non-empty list of ${SUPPORTED_CODINGS.map((c) => `'${c}'`).join(', ')}, got ${safeRepr(value)} (${Array.isArray(value) ? 'array' : typeof value})`,
+  );
 }
 
 const LOOPBACK = new Set(['localhost', '[::1]']);
@@ -184,10 +221,12 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     apiVersion,
     timeoutMs: positiveInteger(options.timeoutMs, 'timeoutMs', 60_000),
     maxResponseBytes: maxResponseBytes(options.maxResponseBytes),
-    connections: positiveInteger(options.connections, 'connections', 8),
+    connections:
+      options.connections === undefined ? undefined : positiveInteger(options.connections, 'connections', 1),
     headers,
     dispatcher: options.dispatcher,
     retry: normalizeRetryOptions(options.retry),
     rateLimiter: options.rateLimit ? new RateLimiter(options.rateLimit) : undefined,
+    compression: normalizeCompression(options.compression),
   };
 }

@@ -14,11 +14,13 @@ import type {
 import { checkTicker } from '../../transport/validate.js';
 import { choice, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
+import { CACHE_OPTIONS } from '../connection.js';
 import { asLocalFault, LocalError, systemReason, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { printJson } from '../print.js';
 import { bytes, count, duration } from '../text.js';
 import { readTickers } from '../tickers.js';
+import { cacheNote } from './cache.js';
 
 const WIRE_FORMATS = ['auto', 'json', 'csv', 'xlsx'] as const;
 
@@ -69,6 +71,7 @@ export const exportCommand: Command = {
       type: 'boolean',
       help: 'With --all-tickers: exit 6 if the service listed a malformed ticker (skipped, with a warning, without it).',
     },
+    ...CACHE_OPTIONS,
     json: {
       ...JSON_OPTION.json!,
       help: 'Print a JSON summary on stdout: every partition with its status, rows, bytes, query id.',
@@ -115,6 +118,7 @@ export const exportCommand: Command = {
 
     const started = performance.now();
     const { client } = await ctx.connect();
+    const fromCache = cacheNote(client, ctx.debug);
     let malformed = 0;
     let tickers = given;
     if (all) {
@@ -177,6 +181,7 @@ export const exportCommand: Command = {
       );
       return ExitCode.protocol;
     }
+    ctx.info(`${summaryLine(result, ms)}${fromCache()}`);
     return ExitCode.ok;
   },
 };
