@@ -32,6 +32,11 @@ describe('library: checkTickers', () => {
     const { emu, client } = await setup();
     expect(await unknownTickers(client, DATASET, [AAPL, IBM, AAPL, 'nyse:zzzz'])).toEqual([IBM, 'nyse:zzzz']);
     expect(tickerChecks(emu).sort()).toEqual([AAPL, IBM, 'nyse:zzzz'].sort());
+    // A malformed ticker is left to the query's validation, which names it as body.tickers[i].
+    expect(await unknownTickers(client, DATASET, ['NASDAQ:AAPL'])).toEqual([]);
+    await expect(
+      client.query(DATASET, { tickers: [AAPL, 'NASDAQ:AAPL'] }, { checkTickers: 'error' }),
+    ).rejects.toThrow(/Invalid `body\.tickers\[1\]`/);
     expect(await unknownTickers(client, 'store_locations', ['nyse:wmt'])).toEqual([]);
   });
 

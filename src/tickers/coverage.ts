@@ -30,8 +30,15 @@ export async function unknownTickers(
   const worker = async (): Promise<void> => {
     while (next < distinct.length) {
       const i = next++;
-      const datasets = await client.listDatasets({ ...options, ticker: distinct[i]! });
-      carried[i] = datasets.some((d) => d.id === datasetId);
+      try {
+        const datasets = await client.listDatasets({ ...options, ticker: distinct[i]! });
+        carried[i] = datasets.some((d) => d.id === datasetId);
+      } catch (err) {
+        // A malformed ticker is not asked about: the query's own validation refuses it, naming it as
+        // `body.tickers[i]`, which says more than this check could.
+        if (!(err instanceof InvalidArgumentError)) throw err;
+        carried[i] = true;
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, distinct.length) }, worker));
