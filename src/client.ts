@@ -328,6 +328,10 @@ function replay(body: Buffer, original: HttpResponse): HttpResponse {
     status: original.status,
     headers: { ...original.headers, 'content-length': String(body.length), 'content-encoding': undefined },
     body: stream as unknown as HttpResponse['body'],
+    // Served again as it was decoded; the bytes it took on the wire are the original's. Not timed again.
+    codings: [],
+    wireBytes: (decoded) => original.wireBytes(decoded),
+    measured: () => {},
     info: original.info,
     done: () => {},
     streaming: () => {},

@@ -39,6 +39,7 @@ export {
   AbortError,
   AuthenticationError,
   BadRequestError,
+  ContentEncodingError,
   DecodeError,
   DqsError,
   type DqsErrorCode,

@@ -193,14 +193,25 @@ export class ProtocolError extends DqsError {
   }
 }
 
+/**
+ * A body this client cannot turn back into what the server encoded: a `Content-Encoding` it has no decoder
+ * for, or a body that is not what its `Content-Encoding` says (says gzip, sends plain). Never handed on to a
+ * decoder as garbage; not retried (the same server would answer the same way).
+ */
+export class ContentEncodingError extends ProtocolError {
+  /** The `Content-Encoding` as the server sent it. */
+  readonly encoding: string;
+  constructor(message: string, encoding: string, info: RequestInfo, options?: { cause?: unknown }) {
+    super(message, info, options);
+    this.encoding = encoding;
+  }
+}
+
 /** A response body was larger than the configured maximum. */
 export class ResponseTooLargeError extends DqsError {
   readonly maxBytes: number;
-  constructor(info: RequestInfo, maxBytes: number) {
-    super(
-      'DQS_RESPONSE_TOO_LARGE',
-      `${info.method} ${info.url}: body exceeds the limit of ${maxBytes} bytes`,
-    );
+  constructor(info: RequestInfo, maxBytes: number, reason = `body exceeds the limit of ${maxBytes} bytes`) {
+    super('DQS_RESPONSE_TOO_LARGE', `${info.method} ${info.url}: ${reason}`);
     this.maxBytes = maxBytes;
   }
 }

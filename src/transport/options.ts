@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
-import { InvalidArgumentError } from '../core/errors.js';
+import { InvalidArgumentError, safeRepr } from '../core/errors.js';
 import { API_VERSION } from '../core/wire.js';
+import { type ContentCoding, isSupportedCoding, SUPPORTED_CODINGS } from './content-encoding.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limiter.js';
 import { type NormalizedRetryOptions, normalizeRetryOptions, type RetryOptions } from './retry.js';
 
@@ -55,6 +56,22 @@ export interface ClientOptions {
   readonly retry?: RetryOptions | false;
   /** Client-side quota shared by all requests, e.g. `{ requests: 20, intervalMs: 60_000 }`. @default off */
   readonly rateLimit?: RateLimitOptions;
+  /**
+   * Compressed transfer (`Accept-Encoding`). `'auto'`: JSON answers always ask for it; result pages try
+   * both on the connection and keep what is faster there (compressed on a slow link, plain where the
+   * server's compressing costs more than the bytes it saves). `true`: always ask, `false`: never ask. A
+   * list (`['br', 'gzip']`) always asks for those codings only, in that order. Whatever is asked, a
+   * compressed body is inflated, and `maxResponseBytes` counts inflated bytes.
+   * Codings: `gzip`, `deflate`, `br`, and `zstd` where Node's zlib has it (22.15+).
+   * @default 'auto'
+   */
+  readonly compression?: boolean | 'auto' | readonly ContentCoding[];
+}
+
+/** Asking for compression: whether and how (the `Accept-Encoding` value). */
+export interface NormalizedCompression {
+  readonly mode: 'auto' | 'always' | 'never';
+  readonly acceptEncoding: string;
 }
 
 export interface NormalizedClientOptions {
@@ -69,6 +86,21 @@ export interface NormalizedClientOptions {
   readonly dispatcher: Dispatcher | undefined;
   readonly retry: NormalizedRetryOptions;
   readonly rateLimiter: RateLimiter | undefined;
+  readonly compression: NormalizedCompression;
+}
+
+function normalizeCompression(value: unknown): NormalizedCompression {
+  const all = SUPPORTED_CODINGS.join(', ');
+  if (value === undefined || value === 'auto') return { mode: 'auto', acceptEncoding: all };
+  if (value === true) return { mode: 'always', acceptEncoding: all };
+  if (value === false) return { mode: 'never', acceptEncoding: 'identity' };
+  if (Array.isArray(value) && value.length > 0 && value.every(isSupportedCoding)) {
+    return { mode: 'always', acceptEncoding: [...new Set(value)].join(', ') };
+  }
+  throw new InvalidArgumentError(
+    'compression',
+    `Expected true, false, 'auto' or a non-empty list of ${SUPPORTED_CODINGS.map((c) => `'${c}'`).join(', ')}, got ${safeRepr(value)} (${Array.isArray(value) ? 'array' : typeof value})`,
+  );
 }
 
 const LOOPBACK = new Set(['localhost', '[::1]']);
@@ -169,5 +201,6 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     dispatcher: options.dispatcher,
     retry: normalizeRetryOptions(options.retry),
     rateLimiter: options.rateLimit ? new RateLimiter(options.rateLimit) : undefined,
+    compression: normalizeCompression(options.compression),
   };
 }
