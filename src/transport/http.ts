@@ -23,6 +23,7 @@ import {
 import { VERSION } from '../core/version.js';
 import type { NormalizedClientOptions } from './options.js';
 import { type RetryEvent, withRetry } from './retry.js';
+import { RateLimiter } from './rate-limiter.js';
 import { parseRetryAfter } from './retry-after.js';
 
 export interface HttpRequest {
@@ -55,6 +56,9 @@ export interface HttpResponse {
   readonly signal: AbortSignal;
 }
 
+/** The window a learned rate limit counts requests in: "per minute", as services state their limits. */
+const RATE_WINDOW_MS = 60_000;
+
 const USER_AGENT = `dqs-client/${VERSION} node/${process.versions.node}`;
 
 export class HttpTransport {
@@ -64,6 +68,18 @@ export class HttpTransport {
   #token: string | undefined;
 
   readonly #onRetry: (event: RetryEvent) => void;
+  /** Send times of the requests the service admitted in the last minute (to learn a rate limit). */
+  #admitted: number[] = [];
+  #learned: RateLimiter | undefined;
+
+  #noteAdmitted(at: number): void {
+    const admitted = this.#admitted;
+    admitted.push(at);
+    // Pruned in batches: a shift per request would make a long run quadratic.
+    if (admitted.length > 256 && at - admitted[0]! > RATE_WINDOW_MS) {
+      this.#admitted = admitted.filter((t) => at - t < RATE_WINDOW_MS);
+    }
+  }
 
   constructor(options: NormalizedClientOptions, onRetry: (event: RetryEvent) => void = () => {}) {
     this.#options = options;
@@ -150,7 +166,28 @@ export class HttpTransport {
       res = await this.#sendOnce(req, true);
     }
     if (res.status >= 200 && res.status < 300) return res;
+    if (res.status === 429) this.#learnRateLimit(parseRetryAfter(header(res, 'retry-after')));
     throw await errorFromResponse(res);
+  }
+
+  /**
+   * A 429 that asks to wait 2 s or more is a rate limit, not a cap on requests in flight (those clear
+   * as soon as a request ends): from then on this client keeps to the rate the service accepted, the
+   * requests it let through in the last 60 s per 60 s, counting those already sent, so it is not over
+   * the limit again. Only when the user set no `rateLimit` of their own.
+   */
+  #learnRateLimit(retryAfterMs: number | undefined): void {
+    if (this.#options.rateLimiter || retryAfterMs === undefined || retryAfterMs < 2000) return;
+    const now = performance.now();
+    const admitted = this.#admitted.filter((t) => now - t < RATE_WINDOW_MS);
+    if (this.#learned && this.#learned.requests <= admitted.length) return;
+    this.#learned = new RateLimiter({ requests: Math.max(1, admitted.length), intervalMs: RATE_WINDOW_MS });
+    this.#learned.seed(admitted);
+  }
+
+  /** The rate limit learned from the service's 429s (`requests` per minute), if any. */
+  get learnedRateLimit(): number | undefined {
+    return this.#learned?.requests;
   }
 
   async #sendOnce(req: HttpRequest, refreshToken: boolean): Promise<HttpResponse> {
@@ -174,9 +211,10 @@ export class HttpTransport {
       throw reasonOf(req.signal);
     }
     req.signal?.addEventListener('abort', onAbort, { once: true });
-    if (this.#options.rateLimiter) {
+    const limiter = this.#options.rateLimiter ?? this.#learned;
+    if (limiter) {
       try {
-        await this.#options.rateLimiter.take(controller.signal);
+        await limiter.take(controller.signal);
       } catch (err) {
         done();
         throw translateError(err, info, controller.signal);
@@ -206,6 +244,7 @@ export class HttpTransport {
       body = JSON.stringify(req.json);
       headers['content-type'] = 'application/json';
     }
+    const sentAt = performance.now();
     try {
       const res = await request(url, {
         method: req.method,
@@ -217,6 +256,7 @@ export class HttpTransport {
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });
+      if (res.statusCode !== 429 && !this.#options.rateLimiter) this.#noteAdmitted(sentAt);
       return {
         status: res.statusCode,
         headers: res.headers,
