@@ -66,11 +66,17 @@ function normalize(options: QueryEachOptions): { pairs: Pair[]; concurrency: num
       `Expected an integer >= 1, got ${safeRepr(concurrency)} (${typeof concurrency})`,
     );
   }
-  if (options.body !== undefined && (typeof options.body !== 'object' || options.body === null || 'tickers' in options.body)) {
+  if (
+    options.body !== undefined &&
+    (typeof options.body !== 'object' || options.body === null || 'tickers' in options.body)
+  ) {
     throw new InvalidArgumentError('body', 'Expected an object without `tickers` (pass them as `tickers`)');
   }
   normalizeStreamOptions(options.stream ?? {});
-  return { pairs: datasets.flatMap((dataset) => tickers.map((ticker) => ({ dataset, ticker }))), concurrency };
+  return {
+    pairs: datasets.flatMap((dataset) => tickers.map((ticker) => ({ dataset, ticker }))),
+    concurrency,
+  };
 }
 
 export async function* queryEach(

@@ -22,8 +22,8 @@ import {
 } from '../core/errors.js';
 import { VERSION } from '../core/version.js';
 import type { NormalizedClientOptions } from './options.js';
-import { type RetryEvent, withRetry } from './retry.js';
 import { RateLimiter } from './rate-limiter.js';
+import { type RetryEvent, withRetry } from './retry.js';
 import { parseRetryAfter } from './retry-after.js';
 
 export interface HttpRequest {
