@@ -68,7 +68,7 @@ export class HttpTransport {
   #token: string | undefined;
 
   readonly #onRetry: (event: RetryEvent) => void;
-  /** Send times of the requests the service admitted in the last minute (to learn a rate limit). */
+  /** Send times of the requests sent in the last minute and not refused (to learn a rate limit). */
   #admitted: number[] = [];
   #learned: RateLimiter | undefined;
 
@@ -79,6 +79,11 @@ export class HttpTransport {
     if (admitted.length > 256 && at - admitted[0]! > RATE_WINDOW_MS) {
       this.#admitted = admitted.filter((t) => at - t < RATE_WINDOW_MS);
     }
+  }
+
+  #forgetAdmitted(at: number): void {
+    const i = this.#admitted.lastIndexOf(at);
+    if (i >= 0) this.#admitted.splice(i, 1);
   }
 
   constructor(options: NormalizedClientOptions, onRetry: (event: RetryEvent) => void = () => {}) {
@@ -171,18 +176,29 @@ export class HttpTransport {
   }
 
   /**
-   * A 429 that asks to wait 2 s or more is a rate limit, not a cap on requests in flight (those clear
-   * as soon as a request ends): from then on this client keeps to the rate the service accepted, the
-   * requests it let through in the last 60 s per 60 s, counting those already sent, so it is not over
-   * the limit again. Only when the user set no `rateLimit` of their own.
+   * A 429 that asks to wait 2 s or more, until about when our oldest request of the last minute leaves a
+   * 60 s window, is a per-minute rate limit, not a cap on requests in flight (those clear as soon as a
+   * request ends): from then on this client keeps to the rate the service accepted, the requests it let
+   * through in the last 60 s per 60 s, counting those already sent, so it is not over the limit again.
+   * Only when the user set no `rateLimit` of their own.
    */
   #learnRateLimit(retryAfterMs: number | undefined): void {
     if (this.#options.rateLimiter || retryAfterMs === undefined || retryAfterMs < 2000) return;
     const now = performance.now();
-    const admitted = this.#admitted.filter((t) => now - t < RATE_WINDOW_MS);
-    if (this.#learned && this.#learned.requests <= admitted.length) return;
-    this.#learned = new RateLimiter({ requests: Math.max(1, admitted.length), intervalMs: RATE_WINDOW_MS });
-    this.#learned.seed(admitted);
+    const recent = this.#admitted.filter((t) => now - t < RATE_WINDOW_MS);
+    // Only a per-minute window is learned, and only when the wait fits it: Retry-After is then the time
+    // until our oldest request of the window leaves it (whole seconds, rounded up). A generic "come back
+    // in 2 s" after a handful of requests is not a rate to keep to.
+    const oldest = recent[0];
+    const leaves = now + retryAfterMs - RATE_WINDOW_MS;
+    if (oldest === undefined || oldest < leaves - 2000 || oldest > leaves + 1000) return;
+    if (this.#learned && this.#learned.requests <= recent.length) return;
+    // A second more than the window: our send times and the service's arrival times differ a little.
+    this.#learned = new RateLimiter({
+      requests: Math.max(1, recent.length),
+      intervalMs: RATE_WINDOW_MS + 1000,
+    });
+    this.#learned.seed(recent);
   }
 
   /** The rate limit learned from the service's 429s (`requests` per minute), if any. */
@@ -245,6 +261,9 @@ export class HttpTransport {
       headers['content-type'] = 'application/json';
     }
     const sentAt = performance.now();
+    // Counted as admitted from the moment it is sent (until a 429 says otherwise): requests still running
+    // when a 429 arrives count against the service's limit too.
+    if (!this.#options.rateLimiter) this.#noteAdmitted(sentAt);
     try {
       const res = await request(url, {
         method: req.method,
@@ -256,7 +275,7 @@ export class HttpTransport {
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });
-      if (res.statusCode !== 429 && !this.#options.rateLimiter) this.#noteAdmitted(sentAt);
+      if (res.statusCode === 429) this.#forgetAdmitted(sentAt);
       return {
         status: res.statusCode,
         headers: res.headers,
