@@ -5,7 +5,8 @@
 // jupyter-nbconvert; .ci/run installs it when missing). `npm run test:notebook`.
 //
 // It leaves nothing behind: the notebook's own temporary lake and DuckDB files go to a TMPDIR of ours
-// (checked empty afterwards), examples/ is compared before and after, the executed copy is written
+// (checked empty afterwards), its result cache to an XDG_CACHE_HOME of ours, examples/ is compared before
+// and after, the executed copy is written
 // outside the checkout, and the `deno` kernelspec that `deno jupyter --install` writes to the user's
 // Jupyter directory is put back as it was.
 import { spawnSync } from 'node:child_process';
@@ -70,7 +71,11 @@ try {
       '--ExecutePreprocessor.timeout=300',
     ],
     // The kernel starts in the notebook's folder, where deno.json maps `dqs-client` to dist/.
-    { cwd: examples, env: { ...process.env, TMPDIR: kernelTmp, NO_COLOR: '1' } },
+    {
+      cwd: examples,
+      // The notebook's client caches results (cache: true): in a directory of ours, not the user's.
+      env: { ...process.env, TMPDIR: kernelTmp, XDG_CACHE_HOME: join(work, 'cache'), NO_COLOR: '1' },
+    },
   );
   executed = JSON.parse(readFileSync(join(work, 'executed.ipynb'), 'utf8'));
 } finally {
