@@ -4,7 +4,6 @@
  */
 export {
   type DuckDBConnectionLike,
-  MissingPackageError,
   type PolarsLike,
   type ToDuckDBOptions,
   type ToPolarsOptions,
@@ -44,6 +43,7 @@ export {
   HttpError,
   InvalidArgumentError,
   InvalidValueError,
+  MissingPackageError,
   NetworkError,
   NotAcceptableError,
   NotFoundError,

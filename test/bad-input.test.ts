@@ -73,7 +73,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'datasetId',
-    message: /Expected a dataset id .*got ""/,
+    message: /to be a dataset id .*got ""/,
   },
   {
     input: 'huge dataset id (100,000 chars)',
@@ -105,7 +105,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'datasetId',
-    message: /Expected a dataset id/,
+    message: /to be a dataset id/,
   },
   {
     input: 'unknown dataset',
@@ -130,7 +130,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'queryId',
-    message: /Expected 64 lower-case hex characters, got "not-hex"/,
+    message: /to be a query id \(64 lower-case hex characters\), got "not-hex"/,
   },
   {
     input: 'upper-case hex query id',
@@ -163,7 +163,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'start',
-    message: /Expected an integer >= 1, got 0 \(number\)/,
+    message: /to be an integer >= 1, got 0 \(number\)/,
   },
   {
     input: '`limit=-1`',
@@ -171,7 +171,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'limit',
-    message: /Expected an integer >= 1, got -1/,
+    message: /to be an integer >= 1, got -1/,
   },
   {
     input: '`start=1.5`, `start=NaN`',
@@ -195,7 +195,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'startRow',
-    message: /Expected an integer >= 1, got 0/,
+    message: /to be an integer >= 1, got 0/,
   },
   {
     input: 'stream `pageSize: -1`',
@@ -244,7 +244,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'body.tickers',
-    message: /Expected an array of tickers/,
+    message: /to be an array of tickers/,
   },
   {
     input: 'body not an object (an array)',
@@ -252,7 +252,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'body',
-    message: /Expected a query body object/,
+    message: /to be a query body object/,
   },
   {
     input: 'bad ticker filter on the dataset list',
@@ -309,7 +309,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'format',
-    message: /Expected one of 'auto', 'json', 'csv', 'xlsx', got "parquet"/,
+    message: /to be one of 'auto', 'json', 'csv', 'xlsx', got "parquet" \(string\)/,
   },
 ];
 

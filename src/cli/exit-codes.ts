@@ -47,6 +47,7 @@ const BY_CODE: Readonly<Record<DqsErrorCode, ExitCodeValue>> = {
   DQS_DECODE: ExitCode.protocol,
   DQS_INVALID_VALUE: ExitCode.protocol,
   DQS_TRUNCATED: ExitCode.protocol,
+  DQS_MISSING_PACKAGE: ExitCode.local,
 };
 
 /** The exit code of a library error code; unknown codes are unexpected. */

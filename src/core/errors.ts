@@ -23,7 +23,8 @@ export type DqsErrorCode =
   | 'DQS_DECODE'
   | 'DQS_INVALID_VALUE'
   | 'DQS_TRUNCATED'
-  | 'DQS_FORMAT_NOT_OFFERED';
+  | 'DQS_FORMAT_NOT_OFFERED'
+  | 'DQS_MISSING_PACKAGE';
 
 /** A page request of a result: its 1-based `start` and `limit`. */
 export interface PageRef {
@@ -125,10 +126,13 @@ export class NotAcceptableError extends HttpError {
   }
 }
 
-/** 400 and other 4xx the client could not prevent by validation. */
+/**
+ * 400, 413 and 422: the service refused the request as sent. (Other statuses without a class of their
+ * own are plain `HttpError`s with code `DQS_HTTP`.)
+ */
 export class BadRequestError extends HttpError {
-  constructor(details: HttpErrorDetails, code: DqsErrorCode = 'DQS_BAD_REQUEST') {
-    super(code, details);
+  constructor(details: HttpErrorDetails) {
+    super('DQS_BAD_REQUEST', details);
   }
 }
 
@@ -282,4 +286,17 @@ export function safeRepr(value: unknown): string {
     s = Object.prototype.toString.call(value);
   }
   return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
+
+/** An optional package a feature needs is not installed: what to install, and the failed import as `cause`. */
+export class MissingPackageError extends DqsError {
+  readonly packageName: string;
+  constructor(packageName: string, feature: string, options?: { cause?: unknown }) {
+    super(
+      'DQS_MISSING_PACKAGE',
+      `install ${packageName} to use ${feature} (npm install ${packageName})`,
+      options,
+    );
+    this.packageName = packageName;
+  }
 }

@@ -1,8 +1,7 @@
-/** One page request: 1-based `start` and the number of rows asked for. */
-export interface PageRange {
-  readonly start: number;
-  readonly limit: number;
-}
+import type { PageRef } from '../core/errors.js';
+
+/** One page request: 1-based `start` and the number of rows asked for (the `PageRef` errors name). */
+export type PageRange = PageRef;
 
 /** Splits rows `startRow..total` (1-based, inclusive) into pages of `pageSize` rows. */
 export function planPages(startRow: number, total: number, pageSize: number): PageRange[] {

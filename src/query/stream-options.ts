@@ -1,5 +1,6 @@
 import type { ColumnKind } from '../convert/index.js';
-import { FormatNotOfferedError, InvalidArgumentError } from '../core/errors.js';
+import { FormatNotOfferedError } from '../core/errors.js';
+import { checkInteger, checkSignal, invalid, oneOf, optionalInteger } from '../core/validate.js';
 import { MediaType } from '../core/wire.js';
 import { DECODABLE_FORMATS, type DecodableFormat, FORMATS } from '../decode/index.js';
 
@@ -66,54 +67,25 @@ export interface NormalizedStreamOptions {
 export const DEFAULT_PAGE_SIZE = 10_000;
 export const DEFAULT_CONCURRENCY = 2;
 
-function int(value: unknown, name: string, min: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
-    throw new InvalidArgumentError(
-      name,
-      `Expected an integer >= ${min}, got ${String(value)} (${typeof value})`,
-    );
-  }
-  return value;
-}
-
-function oneOf<T extends string>(value: unknown, name: string, allowed: readonly T[], fallback: T): T {
-  if (value === undefined) return fallback;
-  if (!allowed.includes(value as T)) {
-    throw new InvalidArgumentError(
-      name,
-      `Expected one of ${allowed.map((a) => `'${a}'`).join(', ')}, got ${JSON.stringify(value)}`,
-    );
-  }
-  return value as T;
-}
-
 export function normalizeStreamOptions(options: StreamOptions = {}): NormalizedStreamOptions {
-  const pageSize = int(options.pageSize, 'pageSize', 1, DEFAULT_PAGE_SIZE);
-  const concurrency = int(options.concurrency, 'concurrency', 1, DEFAULT_CONCURRENCY);
-  const window = int(options.window, 'window', 1, concurrency * 2);
-  if (window < concurrency) {
-    throw new InvalidArgumentError(
-      'window',
-      `Expected window >= concurrency (${concurrency}), got ${window}`,
-    );
-  }
-  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
-    throw new InvalidArgumentError('signal', 'Expected an AbortSignal');
-  }
+  const pageSize = optionalInteger(options.pageSize, 'pageSize', 1, DEFAULT_PAGE_SIZE);
+  const concurrency = optionalInteger(options.concurrency, 'concurrency', 1, DEFAULT_CONCURRENCY);
+  const window = optionalInteger(options.window, 'window', 1, concurrency * 2);
+  if (window < concurrency) throw invalid('window', `an integer >= \`concurrency\` (${concurrency})`, window);
+  const signal = checkSignal(options.signal);
   return {
     output: oneOf(options.output, 'output', ['arrow', 'rows'], 'arrow'),
     format: oneOf(options.format, 'format', ['auto', ...DECODABLE_FORMATS], 'auto'),
     pageSize,
     concurrency,
     window,
-    batchSize: int(options.batchSize, 'batchSize', 1, pageSize),
-    startRow: int(options.startRow, 'startRow', 1, 1),
+    batchSize: optionalInteger(options.batchSize, 'batchSize', 1, pageSize),
+    startRow: optionalInteger(options.startRow, 'startRow', 1, 1),
     types: options.types,
     onInvalid: oneOf(options.onInvalid, 'onInvalid', ['error', 'null'], 'error'),
     onTruncated: oneOf(options.onTruncated, 'onTruncated', ['warn', 'error'], 'warn'),
-    signal: options.signal,
-    timeoutMs: options.timeoutMs === undefined ? undefined : int(options.timeoutMs, 'timeoutMs', 1, 0),
+    signal,
+    timeoutMs: options.timeoutMs === undefined ? undefined : checkInteger(options.timeoutMs, 'timeoutMs', 1),
     decoder: oneOf(
       options.decoder ?? (process.env.DQS_DECODER || undefined),
       'decoder',

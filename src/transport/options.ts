@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { InvalidArgumentError } from '../core/errors.js';
+import { invalid, optionalInteger } from '../core/validate.js';
 import { API_VERSION } from '../core/wire.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limiter.js';
 import { type NormalizedRetryOptions, normalizeRetryOptions, type RetryOptions } from './retry.js';
@@ -70,14 +71,6 @@ const LOOPBACK = new Set(['localhost', '[::1]']);
 /** WHATWG URL normalises IPv4 hosts (`127.1` → `127.0.0.1`), so a literal test is enough here. */
 const IPV4_LOOPBACK = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
 
-function positiveInteger(value: unknown, name: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    throw new InvalidArgumentError(name, `Expected an integer >= 1, got ${String(value)} (${typeof value})`);
-  }
-  return value;
-}
-
 export function normalizeClientOptions(options: ClientOptions = {}): NormalizedClientOptions {
   const rawBase = options.baseUrl ?? process.env.DQS_BASE_URL;
   if (rawBase === undefined || rawBase === '') {
@@ -90,10 +83,7 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
   try {
     baseUrl = new URL(String(rawBase));
   } catch {
-    throw new InvalidArgumentError(
-      'baseUrl',
-      `Expected an absolute http(s) URL, got ${JSON.stringify(String(rawBase))}`,
-    );
+    throw invalid('baseUrl', 'an absolute http(s) URL', String(rawBase));
   }
   if (baseUrl.protocol !== 'http:' && baseUrl.protocol !== 'https:') {
     throw new InvalidArgumentError('baseUrl', `Expected an http: or https: URL, got ${baseUrl.protocol}`);
@@ -136,10 +126,7 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
   }
   const apiVersion = options.apiVersion ?? API_VERSION;
   if (typeof apiVersion !== 'string' || !/^\d{8}$/.test(apiVersion)) {
-    throw new InvalidArgumentError(
-      'apiVersion',
-      `Expected a date-shaped YYYYMMDD string, got ${String(apiVersion)}`,
-    );
+    throw invalid('apiVersion', 'a date-shaped YYYYMMDD string', apiVersion);
   }
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(options.headers ?? {})) {
@@ -156,9 +143,9 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     token: options.token,
     apiKey: apiKey === '' ? undefined : apiKey,
     apiVersion,
-    timeoutMs: positiveInteger(options.timeoutMs, 'timeoutMs', 60_000),
-    maxResponseBytes: positiveInteger(options.maxResponseBytes, 'maxResponseBytes', 512 * 1024 * 1024),
-    connections: positiveInteger(options.connections, 'connections', 8),
+    timeoutMs: optionalInteger(options.timeoutMs, 'timeoutMs', 1, 60_000),
+    maxResponseBytes: optionalInteger(options.maxResponseBytes, 'maxResponseBytes', 1, 512 * 1024 * 1024),
+    connections: optionalInteger(options.connections, 'connections', 1, 8),
     headers,
     dispatcher: options.dispatcher,
     retry: normalizeRetryOptions(options.retry),
