@@ -17,8 +17,17 @@ const { values } = parseArgs({
     window: { type: 'string', default: 'default' },
     only: { type: 'string' },
     formats: { type: 'boolean', default: false },
+    // `npm run bench -- --wan [--quick]`: the WAN benchmark (bench/wan.js) instead.
+    wan: { type: 'boolean', default: false },
+    quick: { type: 'boolean', default: false },
   },
 });
+if (values.wan) {
+  const args = [new URL('./wan.js', import.meta.url).pathname, ...(values.quick ? ['--quick'] : [])];
+  if (values.only) args.push('--only', values.only);
+  fork(args[0], args.slice(1), { stdio: 'inherit' }).on('exit', (code) => process.exit(code ?? 1));
+  await new Promise(() => {});
+}
 
 const base = [
   'bytes',

@@ -1,26 +1,89 @@
 /**
  * `DatasetClient`: every endpoint of the service (from `EndpointClient`) plus the query lifecycle:
  * `query()` creates, waits and describes a result; `stream()` does all of that inside a stream.
+ *
+ * Round trips: a small query that the create answers `complete` costs two requests, the POST and one
+ * data GET. No HEAD (the handle has the total and formats; the GET's `X-Truncated` says the rest), and no
+ * separate 1-row request for the descriptors: the first data page carries them and is kept for the
+ * stream, which then starts at the page after it.
  */
-import { MediaType, type QueryBody, type QueryStatus } from './core/wire.js';
+import { Readable } from 'node:stream';
+import { InvalidArgumentError, ProtocolError, ResponseTooLargeError } from './core/errors.js';
+import { type FieldDescriptor, MediaType, type QueryBody, ROW_CAP } from './core/wire.js';
+import { parseTablePage } from './decode/table-json.js';
+import { AdaptiveConcurrency } from './query/concurrency.js';
+import type { PageRange } from './query/page-plan.js';
+import { checkRowLimit } from './query/page-plan.js';
 import { QueryResult, type QueryResult as QueryResultType } from './query/query-result.js';
-import { type ResultSource, ResultStream } from './query/result-stream.js';
-import { normalizeStreamOptions, type StreamOptions } from './query/stream-options.js';
+import { type FirstPage, type ResultSource, ResultStream } from './query/result-stream.js';
+import { type ConcurrencyChange, RequestScheduler } from './query/scheduler.js';
+import {
+  DEFAULT_MAX_CONCURRENCY,
+  DEFAULT_PAGE_SIZE,
+  normalizeStreamOptions,
+  type StreamOptions,
+} from './query/stream-options.js';
 import { createAndWait, type WaitOptions, waitForQuery } from './query/wait.js';
 import { type CallOptions, EndpointClient } from './transport/endpoints.js';
+import type { HttpResponse } from './transport/http.js';
+import type { ClientOptions } from './transport/options.js';
+import { checkDatasetId, checkQueryId } from './transport/validate.js';
 
-export type QueryOptions = WaitOptions;
+export interface QueryOptions extends WaitOptions {
+  /**
+   * The most rows the service may say the result has: a larger total is a `RowLimitError` before any
+   * page is read. @default 500_000 (the spec's row cap)
+   */
+  readonly maxRows?: number;
+  /** Rows of the first page, read with the query for its descriptors (a smaller result: all of it). @default 10_000 */
+  readonly firstPageRows?: number;
+}
 
 export class DatasetClient extends EndpointClient {
+  #scheduler: RequestScheduler | undefined;
+  readonly #maxConcurrency: number;
+
+  constructor(options: ClientOptions = {}) {
+    super(options);
+    this.#maxConcurrency = Math.min(
+      DEFAULT_MAX_CONCURRENCY,
+      this.http.connections ?? DEFAULT_MAX_CONCURRENCY,
+    );
+  }
+
   /**
-   * Creates the query, waits until it is complete (HEAD with backoff) and reads its column descriptors.
+   * Page requests this client's `concurrency: 'auto'` streams may have in flight now (all of them
+   * together: they share one adaptive limit). Its changes are `'concurrency'` events of the client.
+   */
+  get concurrency(): number {
+    return this.scheduler.limit;
+  }
+
+  /** @internal The scheduler every `'auto'` stream of this client shares. */
+  get scheduler(): RequestScheduler {
+    if (!this.#scheduler) {
+      this.#scheduler = new RequestScheduler(new AdaptiveConcurrency({ max: this.#maxConcurrency }));
+      this.#scheduler.onChange((change: ConcurrencyChange) => this.emit('concurrency', change));
+    }
+    return this.#scheduler;
+  }
+
+  /**
+   * Creates the query, waits until it is complete and reads its first page (which carries the column
+   * descriptors; the first stream then starts after it). A small query that is complete at once costs
+   * two requests in all.
    * @example
    * const result = await client.query('job_listings', { tickers: ['nasdaq:aapl'] });
    * for await (const batch of result.stream()) console.log(batch.numRows);
    */
   async query(datasetId: string, body: QueryBody = {}, options: QueryOptions = {}): Promise<QueryResultType> {
+    const { maxRows, firstPageRows } = normalizeQueryOptions(options);
     const { handle, status } = await createAndWait(this, datasetId, body, options);
-    return this.#result(datasetId, handle.id, status, handle.formats, options);
+    const known: Known = status
+      ? { total: status.total, truncated: status.truncated, formats: [...status.formats] }
+      : { total: handle.total, truncated: undefined, formats: [...handle.formats] };
+    if (known.formats.length === 0) known.formats = [...handle.formats];
+    return this.#result(datasetId, handle.id, known, { ...options, maxRows, firstPageRows });
   }
 
   /**
@@ -31,28 +94,110 @@ export class DatasetClient extends EndpointClient {
    * result.stream({ startRow: checkpoint.nextRow });
    */
   async result(datasetId: string, queryId: string, options: QueryOptions = {}): Promise<QueryResultType> {
+    const { maxRows, firstPageRows } = normalizeQueryOptions(options);
     const status = await waitForQuery(this, datasetId, queryId, options);
-    return this.#result(datasetId, queryId, status, [], options);
+    const known = { total: status.total, truncated: status.truncated, formats: [...status.formats] };
+    return this.#result(datasetId, queryId, known, { ...options, maxRows, firstPageRows });
   }
 
   async #result(
     datasetId: string,
     queryId: string,
-    status: QueryStatus,
-    handleFormats: readonly string[],
-    options: CallOptions,
+    known: Known,
+    options: CallOptions & { readonly maxRows: number; readonly firstPageRows: number },
   ): Promise<QueryResultType> {
-    const formats = status.formats.length ? status.formats : [...handleFormats];
-    const fields = await this.#fields(datasetId, queryId, formats, options);
-    return new QueryResult({
+    // Before any page: a total the server made up is refused, not read.
+    checkRowLimit(known.total, options.maxRows);
+    let fields: readonly FieldDescriptor[];
+    let firstPage: FirstPage | undefined;
+    if (known.formats.length === 0 || known.formats.includes(MediaType.table)) {
+      const first = await this.#firstPage(datasetId, queryId, known, options);
+      fields = first.fields;
+      firstPage = first.page;
+    } else {
+      fields = (await this.getDataset(datasetId, { signal: options.signal })).fields;
+    }
+    if (known.truncated === undefined) {
+      // Only a result at the row cap can have been cut, and only a HEAD says so when the GET did not.
+      known.truncated =
+        known.total >= ROW_CAP
+          ? (await this.checkQuery(datasetId, queryId, { signal: options.signal })).truncated
+          : false;
+    }
+    const source: ResultSource & { firstPage: FirstPage | undefined } = {
       client: this,
       datasetId,
       id: queryId,
-      total: status.total,
-      truncated: status.truncated,
-      formats,
+      total: known.total,
+      truncated: known.truncated,
+      formats: known.formats,
       fields,
       maxResponseBytes: this.http.maxResponseBytes,
+      scheduler: this.scheduler,
+      firstPage,
+    };
+    return new QueryResult(source);
+  }
+
+  /**
+   * The first data page: its descriptors describe the result, its headers complete what the create told
+   * (truncation, formats), and its body is kept for the first stream when it holds rows.
+   */
+  async #firstPage(
+    datasetId: string,
+    queryId: string,
+    known: Known,
+    options: CallOptions & { readonly firstPageRows: number },
+  ): Promise<{ fields: readonly FieldDescriptor[]; page: FirstPage | undefined }> {
+    // A small result is read whole (it is the stream's only page); a large one gives one row for its
+    // descriptors, as does a small one whose single page would exceed `maxResponseBytes`.
+    let limit = known.total <= options.firstPageRows ? Math.max(1, known.total) : 1;
+    let read: { response: HttpResponse; text: string };
+    try {
+      read = await this.#readFirst(datasetId, queryId, limit, options.signal);
+    } catch (err) {
+      if (!(err instanceof ResponseTooLargeError) || limit === 1) throw err;
+      limit = 1;
+      read = await this.#readFirst(datasetId, queryId, limit, options.signal);
+    }
+    const { response, text } = read;
+    const range: PageRange = { start: 1, limit };
+    const page = parseTablePage(text, range);
+    if (page.total !== known.total) {
+      throw new ProtocolError(
+        `the result's total changed from ${known.total} to ${page.total} between the query and its first page`,
+        response.info,
+      );
+    }
+    const truncated = headerOf(response, 'x-truncated');
+    if (truncated !== undefined) known.truncated = truncated.trim().toLowerCase() === 'true';
+    const formats = headerOf(response, 'x-formats');
+    if (known.formats.length === 0 && formats) {
+      known.formats = formats
+        .split(',')
+        .map((f) => f.trim())
+        .filter((f) => f.length > 0);
+    }
+    if (limit === 1 || page.rows.length === 0) return { fields: page.fields, page: undefined };
+    const body = Buffer.from(text, 'utf8');
+    const served: PageRange = { start: 1, limit: Math.min(limit, page.rows.length) };
+    const open = async (asked: PageRange, signal: AbortSignal): Promise<HttpResponse> => {
+      // The stream asks for exactly the range kept (or, after a short page, the rest: a real GET).
+      if (asked.start !== served.start || asked.limit !== served.limit) {
+        return this.openPage(datasetId, queryId, { ...asked, signal, retry: false });
+      }
+      return replay(body, response);
+    };
+    return { fields: page.fields, page: { range: served, open } };
+  }
+
+  #readFirst(datasetId: string, queryId: string, limit: number, signal: AbortSignal | undefined) {
+    return this.http.text({
+      method: 'GET',
+      segments: ['datasets', checkDatasetId(datasetId), 'query', checkQueryId(queryId)],
+      query: { start: 1, limit },
+      accept: MediaType.table,
+      signal,
     });
   }
 
@@ -69,20 +214,57 @@ export class DatasetClient extends EndpointClient {
   ): ResultStream {
     const normalized = normalizeStreamOptions(options);
     return new ResultStream(
-      (signal): Promise<ResultSource> => this.query(datasetId, body, { ...options, signal }),
+      (signal): Promise<ResultSource> =>
+        this.query(datasetId, body, {
+          ...options,
+          signal,
+          maxRows: normalized.maxRows,
+          firstPageRows: normalized.pageSize,
+        }),
       normalized,
     );
   }
+}
 
-  /**
-   * The descriptors come with every table-JSON page, so one 1-row page is the cheapest way to learn them;
-   * a query that offers no table JSON falls back to the dataset's metadata.
-   */
-  async #fields(datasetId: string, queryId: string, formats: readonly string[], options: CallOptions) {
-    if (formats.length === 0 || formats.includes(MediaType.table)) {
-      const page = await this.readPage(datasetId, queryId, { start: 1, limit: 1, signal: options.signal });
-      return page.fields;
-    }
-    return (await this.getDataset(datasetId, { signal: options.signal })).fields;
+interface Known {
+  total: number;
+  truncated: boolean | undefined;
+  formats: string[];
+}
+
+function count(value: unknown, name: string, min: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
+    throw new InvalidArgumentError(
+      name,
+      `Expected an integer >= ${min}, got ${String(value)} (${typeof value})`,
+    );
   }
+  return value;
+}
+
+function normalizeQueryOptions(options: QueryOptions): { maxRows: number; firstPageRows: number } {
+  return {
+    maxRows: count(options.maxRows, 'maxRows', 0, ROW_CAP),
+    firstPageRows: count(options.firstPageRows, 'firstPageRows', 1, DEFAULT_PAGE_SIZE),
+  };
+}
+
+function headerOf(response: HttpResponse, name: string): string | undefined {
+  const v = response.headers[name];
+  return Array.isArray(v) ? v.join(',') : v;
+}
+
+/** The kept body served as a response again: same headers and info, nothing more to release. */
+function replay(body: Buffer, original: HttpResponse): HttpResponse {
+  const stream = Readable.from([body], { objectMode: false });
+  return {
+    status: original.status,
+    headers: { ...original.headers, 'content-length': String(body.length), 'content-encoding': undefined },
+    body: stream as unknown as HttpResponse['body'],
+    info: original.info,
+    done: () => {},
+    streaming: () => {},
+    signal: new AbortController().signal,
+  };
 }

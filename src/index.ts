@@ -4,6 +4,7 @@
  */
 export {
   type DuckDBConnectionLike,
+  type PolarsDataFrameLike,
   type PolarsLike,
   type ToDuckDBOptions,
   type ToPolarsOptions,
@@ -51,6 +52,7 @@ export {
   ProtocolError,
   RateLimitedError,
   ResponseTooLargeError,
+  RowLimitError,
   ServerError,
   TimeoutError,
   TruncatedError,

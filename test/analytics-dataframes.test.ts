@@ -7,7 +7,7 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import { Table, tableToIPC } from 'apache-arrow';
 import * as aq from 'arquero';
-import pl from 'nodejs-polars';
+import pl, { type DataFrame } from 'nodejs-polars';
 import { describe, expect, it } from 'vitest';
 import { queryTotal } from '../src/emulator/index.js';
 import { InvalidArgumentError, toDuckDB, toPolars } from '../src/index.js';
@@ -38,7 +38,7 @@ describe('toPolars', () => {
     const { client } = await setup();
     const table = await (await client.query(DATASET, BODY)).toTable(SMALL);
     expect(table.batches.length).toBeGreaterThan(3);
-    const df = await toPolars(table);
+    const df = await toPolars<DataFrame>(table);
     expect(df.height).toBe(queryTotal(DATASET, BODY));
     expect(df.columns).toEqual(table.schema.fields.map((f) => f.name));
     const types = Object.fromEntries(
@@ -72,7 +72,7 @@ describe('toPolars', () => {
     expect(df.height).toBe(0);
     expect(df.columns).toEqual(result.fields.map((f) => f.id));
     // A table with no batch at all, only a schema.
-    const bare = await toPolars(new Table(table.schema));
+    const bare = await toPolars<DataFrame>(new Table(table.schema));
     expect(bare.columns).toEqual(df.columns);
     expect(String(bare.getColumn('ticker').dtype)).toMatch(/String/);
     await expect(toPolars({} as Table)).rejects.toBeInstanceOf(InvalidArgumentError);

@@ -1,6 +1,6 @@
 /**
  * Hand-offs from Arrow to data-frame engines. The engines are optional: nothing here imports them at
- * start-up, and a missing one is a clear error naming the package to install.
+ * start-up, and a missing one is a `MissingPackageError` naming what is missing (optional-peer.ts).
  *
  * - `toPolars(table)`: Arrow IPC bytes into `pl.readIPC` (one copy, into Polars' Rust memory). The ticker
  *   column's growing dictionary is decoded to plain strings first: Polars refuses IPC with *delta*
@@ -20,42 +20,53 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { makeData, RecordBatch, type Schema, Struct, Table, tableToIPC, vectorFromArray } from 'apache-arrow';
-import type { DataFrame } from 'nodejs-polars';
 import { InvalidArgumentError, MissingPackageError } from '../core/errors.js';
 import { invalid } from '../core/validate.js';
 import { withoutDictionaries } from '../output/dictionaries.js';
 import { type ParquetOptions, toParquet } from '../output/parquet.js';
 import { RowCounter } from '../output/row-counter.js';
+import { importOptionalPeer } from './optional-peer.js';
 
-export { MissingPackageError } from '../core/errors.js';
-
-/** The part of nodejs-polars `toPolars()` uses. */
-export interface PolarsLike {
-  readIPC(buffer: Buffer): DataFrame;
+/**
+ * The members of a nodejs-polars `DataFrame` that every version has. Declared here rather than imported:
+ * nodejs-polars is an optional peer, and a `.d.ts` of ours that imports its types would not compile for
+ * a consumer without it (unless they set `skipLibCheck`). Pass your `pl` (`{ polars: pl }`) or name the
+ * type (`toPolars<pl.DataFrame>(table)`) to get the full `DataFrame`.
+ */
+export interface PolarsDataFrameLike {
+  readonly height: number;
+  readonly width: number;
+  readonly columns: string[];
 }
 
-export interface ToPolarsOptions {
+/** The part of nodejs-polars `toPolars()` uses; `DF` is what its `readIPC` returns. */
+export interface PolarsLike<DF = PolarsDataFrameLike> {
+  readIPC(buffer: Buffer): DF;
+}
+
+export interface ToPolarsOptions<DF = PolarsDataFrameLike> {
   /**
    * The nodejs-polars module to use (`import pl from 'nodejs-polars'`). When absent it is imported lazily:
    * pass it where that import cannot resolve (a Deno notebook with `npm:nodejs-polars`).
    */
-  readonly polars?: PolarsLike;
+  readonly polars?: PolarsLike<DF>;
 }
 
-async function loadPolars(): Promise<PolarsLike> {
-  // A variable specifier: nodejs-polars is an optional peer, not a dependency.
+async function loadPolars<DF>(): Promise<PolarsLike<DF>> {
   const name = 'nodejs-polars';
-  let mod: { default?: PolarsLike } & Partial<PolarsLike>;
-  try {
-    mod = (await import(name)) as typeof mod;
-  } catch (err) {
-    throw new MissingPackageError(name, 'toPolars()', { cause: err });
-  }
+  const mod = await importOptionalPeer<{ default?: PolarsLike<DF> } & Partial<PolarsLike<DF>>>(
+    name,
+    'toPolars()',
+  );
   const pl = mod.default ?? mod;
   if (typeof pl.readIPC !== 'function') {
-    throw new MissingPackageError(name, 'toPolars() (the installed module has no readIPC)');
+    throw new MissingPackageError(
+      name,
+      name,
+      `toPolars(): the module ${name} resolves to has no readIPC function; install nodejs-polars >= 0.24`,
+    );
   }
-  return pl as PolarsLike;
+  return pl as PolarsLike<DF>;
 }
 
 function asTable(source: Table | RecordBatch, argument: string): Table {
@@ -68,16 +79,21 @@ function asTable(source: Table | RecordBatch, argument: string): Table {
  * The table as a Polars DataFrame. Types: Utf8 and the ticker dictionary → String, Float64 → Float64,
  * DateDay → Date, Timestamp(ms, UTC) → Datetime(ms, UTC), Bool → Boolean.
  *
+ * The type of the DataFrame is the one `readIPC` of the given `polars` returns; without it, name it:
+ * `toPolars<pl.DataFrame>(table)` (this package's types do not depend on nodejs-polars').
+ * A missing nodejs-polars, or its missing native binary, is a `MissingPackageError` (`DQS_MISSING_PACKAGE`).
+ *
  * @example
- * const df = await toPolars(await result.toTable());
+ * import pl from 'nodejs-polars';
+ * const df = await toPolars(await result.toTable(), { polars: pl });
  * df.groupBy('ticker').len();
  */
-export async function toPolars(
+export async function toPolars<DF = PolarsDataFrameLike>(
   source: Table | RecordBatch,
-  options: ToPolarsOptions = {},
-): Promise<DataFrame> {
+  options: ToPolarsOptions<DF> = {},
+): Promise<DF> {
   const table = asTable(source, 'source');
-  const pl = options.polars ?? (await loadPolars());
+  const pl = options.polars ?? (await loadPolars<DF>());
   const batches = (table.batches.length ? table.batches : [emptyBatch(table.schema)]).map(
     withoutDictionaries,
   );

@@ -23,6 +23,7 @@ export type DqsErrorCode =
   | 'DQS_DECODE'
   | 'DQS_INVALID_VALUE'
   | 'DQS_TRUNCATED'
+  | 'DQS_ROW_LIMIT'
   | 'DQS_FORMAT_NOT_OFFERED'
   | 'DQS_MISSING_PACKAGE';
 
@@ -265,6 +266,23 @@ export class TruncatedError extends DqsError {
   }
 }
 
+/**
+ * The server says the result holds more rows than `maxRows` (by default the spec's 500,000-row cap): refused
+ * before any page is read, since reading a total the server made up would never end.
+ */
+export class RowLimitError extends DqsError {
+  readonly total: number;
+  readonly maxRows: number;
+  constructor(total: number, maxRows: number) {
+    super(
+      'DQS_ROW_LIMIT',
+      `The service says the result has ${total} rows, more than \`maxRows\` (${maxRows}); the spec caps a result at 500000 rows. Pass a larger \`maxRows\` to read it anyway`,
+    );
+    this.total = total;
+    this.maxRows = maxRows;
+  }
+}
+
 /** The caller asked for a format the query does not offer. */
 export class FormatNotOfferedError extends DqsError {
   readonly offered: readonly string[];
@@ -277,6 +295,22 @@ export class FormatNotOfferedError extends DqsError {
   }
 }
 
+/**
+ * An optional peer (nodejs-polars) cannot be loaded: either it is not installed, or it is installed and a
+ * piece of it is missing (its native binary for this platform). The message says which; the failed
+ * import is the `cause`.
+ */
+export class MissingPackageError extends DqsError {
+  readonly packageName: string;
+  /** The package that is really missing: `packageName`, or its platform binary (`nodejs-polars-linux-x64-gnu`). */
+  readonly missing: string;
+  constructor(packageName: string, missing: string, message: string, options?: { cause?: unknown }) {
+    super('DQS_MISSING_PACKAGE', message, options);
+    this.packageName = packageName;
+    this.missing = missing;
+  }
+}
+
 /** A short, bounded representation of a value for error messages. */
 export function safeRepr(value: unknown): string {
   let s: string;
@@ -286,17 +320,4 @@ export function safeRepr(value: unknown): string {
     s = Object.prototype.toString.call(value);
   }
   return s.length > 80 ? `${s.slice(0, 77)}...` : s;
-}
-
-/** An optional package a feature needs is not installed: what to install, and the failed import as `cause`. */
-export class MissingPackageError extends DqsError {
-  readonly packageName: string;
-  constructor(packageName: string, feature: string, options?: { cause?: unknown }) {
-    super(
-      'DQS_MISSING_PACKAGE',
-      `install ${packageName} to use ${feature} (npm install ${packageName})`,
-      options,
-    );
-    this.packageName = packageName;
-  }
 }

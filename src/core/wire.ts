@@ -101,6 +101,8 @@ export interface QueryStatus {
   formats: string[];
   /** The HTTP status the check answered with (200, or 202 while running on some deployments). */
   httpStatus: number;
+  /** The check's `Retry-After`, in ms: when the service wants to be asked again (while running). */
+  retryAfterMs?: number | undefined;
 }
 
 export interface SortEntry {

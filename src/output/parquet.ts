@@ -40,6 +40,10 @@ export interface ParquetOptions {
  */
 type ParquetWasm = typeof import('parquet-wasm');
 let parquetWasm: Promise<ParquetWasm> | undefined;
+/**
+ * @internal Stripped from the published `.d.ts`: its type is parquet-wasm's, whose declarations need the
+ * DOM and WebAssembly libs, which a Node consumer's strict `tsc` (skipLibCheck false) does not have.
+ */
 export function loadParquetWasm(): Promise<ParquetWasm> {
   parquetWasm ??= import('parquet-wasm');
   return parquetWasm;

@@ -1,106 +1,139 @@
 /**
- * Runs numbered tasks concurrently (through p-queue) and hands their results back strictly in index
- * order, with a bounded window: at most `window` tasks are running or finished-but-not-taken at any time.
- * A consumer that stops calling `next()` therefore stops new work from starting: that is the stream's
- * backpressure, reaching all the way to the network.
+ * Runs tasks taken lazily from a source, each when the scheduler gives it a slot, and hands their results
+ * back strictly in the order they were taken, with a bounded window: tasks started but not yet taken by
+ * `next()` are at most `maxPages()`, and the results held plus those in flight (counted at the average
+ * size seen so far) stay under `maxBytes`. A consumer that stops calling `next()` therefore stops new
+ * requests from starting, however fast the network is: that is the stream's backpressure, reaching all
+ * the way to the network. Nothing is planned ahead of the window, so memory is O(window) whatever the
+ * number of tasks.
  */
 import { setMaxListeners } from 'node:events';
-import PQueue from 'p-queue';
+import type { Permit, RequestScheduler } from './scheduler.js';
 
-export interface OrderedWindowOptions {
-  /** Tasks running at once. */
-  readonly concurrency: number;
-  /** Tasks started but not yet taken by `next()`; >= concurrency. */
-  readonly window: number;
+export interface OrderedWindowOptions<T> {
+  readonly scheduler: RequestScheduler;
+  /** Tasks started but not yet taken, at most (read at each fill: it may follow the concurrency). */
+  readonly maxPages: () => number;
+  /** Bytes of results held and expected in flight, at most (one task always runs, whatever its size). */
+  readonly maxBytes: number;
+  /** A result's size, as counted against `maxBytes`. */
+  readonly sizeOf: (value: T) => number;
+}
+
+interface Slot<T> {
+  readonly promise: Promise<T>;
+  /** Set once the task has finished: its size, still held until taken. */
+  size: number | undefined;
+}
+
+/** A task: runs with the window's signal and, unless it is local work, the permit it was given. */
+export interface WindowTask<T> {
+  /** Work that needs no network slot (a page already read). */
+  readonly local?: boolean;
+  run(signal: AbortSignal, permit: Permit | undefined): Promise<T>;
 }
 
 export class OrderedWindow<T> {
-  readonly #count: number;
-  readonly #run: (index: number, signal: AbortSignal) => Promise<T>;
-  readonly #queue: PQueue;
-  readonly #window: number;
-  readonly #pending = new Map<number, Promise<T>>();
+  readonly #source: () => WindowTask<T> | undefined;
+  readonly #options: OrderedWindowOptions<T>;
+  readonly #slots: Slot<T>[] = [];
   readonly #abort = new AbortController();
-  #scheduled = 0;
-  #taken = 0;
+  #exhausted = false;
+  #started = 0;
+  #heldBytes = 0;
+  #finished = 0;
+  #finishedBytes = 0;
 
-  constructor(
-    count: number,
-    run: (index: number, signal: AbortSignal) => Promise<T>,
-    options: OrderedWindowOptions,
-  ) {
-    this.#count = count;
-    this.#run = run;
-    this.#window = Math.max(options.window, options.concurrency);
-    this.#queue = new PQueue({ concurrency: options.concurrency });
-    // Each task in the window listens on this signal (p-queue while queued and while running, the
-    // request, a retry pause): more than Node's default of 10, which would warn of a leak that is not one.
-    setMaxListeners(4 * this.#window + 10, this.#abort.signal);
-  }
-
-  /** Tasks allowed to run at once; can change while running (the stream steps down on 429s). */
-  get concurrency(): number {
-    return this.#queue.concurrency;
-  }
-
-  set concurrency(value: number) {
-    this.#queue.concurrency = Math.max(1, Math.floor(value));
+  constructor(source: () => WindowTask<T> | undefined, options: OrderedWindowOptions<T>) {
+    this.#source = source;
+    this.#options = options;
+    // Each waiting or running task listens on this signal (the scheduler, the request, a retry pause):
+    // more than Node's default of 10, which would warn of a leak that is not one.
+    setMaxListeners(0, this.#abort.signal);
   }
 
   /** How many tasks have been started (for tests and progress). */
   get started(): number {
-    return this.#scheduled;
+    return this.#started;
+  }
+
+  /** Bytes of finished results not yet taken. */
+  get heldBytes(): number {
+    return this.#heldBytes;
+  }
+
+  #average(): number {
+    return this.#finished === 0 ? 0 : this.#finishedBytes / this.#finished;
   }
 
   #fill(): void {
+    const signal = this.#abort.signal;
     while (
-      this.#scheduled < this.#count &&
-      this.#scheduled - this.#taken < this.#window &&
-      !this.#abort.signal.aborted
+      !this.#exhausted &&
+      !signal.aborted &&
+      this.#slots.length < Math.max(1, this.#options.maxPages())
     ) {
-      const index = this.#scheduled++;
-      const signal = this.#abort.signal;
-      // The result travels in a box emptied when taken: p-queue keeps a record of finished tasks, and
-      // a page's rows must not live on in it after the consumer has them.
-      const box: { value?: T } = {};
-      const task = this.#queue
-        .add(
-          async () => {
-            box.value = await this.#run(index, signal);
-          },
-          { signal },
-        )
-        .then(() => {
-          const value = box.value as T;
-          delete box.value;
-          return value;
-        });
-      // The rejection is observed when `next()` reaches this index; until then it must not count as unhandled.
-      task.catch(() => {});
-      this.#pending.set(index, task);
+      if (this.#slots.length > 0) {
+        const inFlight = this.#slots.filter((s) => s.size === undefined).length;
+        const average = this.#average();
+        if (this.#heldBytes + (inFlight + 1) * average > this.#options.maxBytes) return;
+      }
+      const task = this.#source();
+      if (task === undefined) {
+        this.#exhausted = true;
+        return;
+      }
+      this.#started++;
+      const slot: Slot<T> = { promise: undefined as unknown as Promise<T>, size: undefined };
+      const promise = this.#start(task, signal).then((value) => {
+        if (!signal.aborted) {
+          slot.size = this.#options.sizeOf(value);
+          this.#heldBytes += slot.size;
+          this.#finished++;
+          this.#finishedBytes += slot.size;
+          queueMicrotask(() => this.#fill());
+        }
+        return value;
+      });
+      // The rejection is observed when `next()` reaches this task; until then it must not count as unhandled.
+      promise.catch(() => {});
+      (slot as { promise: Promise<T> }).promise = promise;
+      this.#slots.push(slot);
     }
   }
 
-  /** The next result in index order; `done` after the last. Rejects with the first failure in order. */
-  async next(): Promise<IteratorResult<T, undefined>> {
-    if (this.#taken >= this.#count) return { done: true, value: undefined };
-    this.#fill();
-    const index = this.#taken;
-    const task = this.#pending.get(index);
-    if (!task) throw this.#abort.signal.reason ?? new Error('OrderedWindow cancelled');
+  async #start(task: WindowTask<T>, signal: AbortSignal): Promise<T> {
+    if (task.local) return task.run(signal, undefined);
+    const permit = await this.#options.scheduler.acquire(signal);
     try {
-      const value = await task;
+      const value = await task.run(signal, permit);
+      permit.succeeded(this.#options.sizeOf(value));
+      return value;
+    } finally {
+      permit.release();
+    }
+  }
+
+  /** The next result in order; `done` after the last. Rejects with the first failure in order. */
+  async next(): Promise<IteratorResult<T, undefined>> {
+    this.#fill();
+    const slot = this.#slots[0];
+    if (!slot) {
+      if (this.#abort.signal.aborted) throw this.#abort.signal.reason ?? new Error('OrderedWindow cancelled');
+      return { done: true, value: undefined };
+    }
+    try {
+      const value = await slot.promise;
       return { done: false, value };
     } finally {
-      this.#pending.delete(index);
-      this.#taken = index + 1;
+      this.#slots.shift();
+      if (slot.size !== undefined) this.#heldBytes -= slot.size;
     }
   }
 
-  /** Aborts every running task and starts no new one. */
+  /** Aborts every waiting and running task and starts no new one. */
   cancel(reason?: unknown): void {
     if (this.#abort.signal.aborted) return;
     this.#abort.abort(reason);
-    this.#queue.clear();
   }
 }

@@ -27,6 +27,8 @@ export interface PageFetchContext {
   readonly timeoutMs?: number | undefined;
   /** Told about each retried page request (the stream steps its concurrency down on 429s). */
   readonly onRetry?: ((event: RetryEvent) => void) | undefined;
+  /** Opens a page's response another way (a page already read with the query); default: a GET. */
+  readonly openPage?: ((range: PageRange, signal: AbortSignal) => Promise<HttpResponse>) | undefined;
 }
 
 /** Rows in a part. */
@@ -55,14 +57,16 @@ interface Piece {
 }
 
 async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSignal): Promise<Piece> {
-  const response = await ctx.client.openPage(ctx.datasetId, ctx.queryId, {
-    start: sub.start,
-    limit: sub.limit,
-    mediaType: ctx.mediaType,
-    signal,
-    timeoutMs: ctx.timeoutMs,
-    retry: false,
-  });
+  const response = ctx.openPage
+    ? await ctx.openPage(sub, signal)
+    : await ctx.client.openPage(ctx.datasetId, ctx.queryId, {
+        start: sub.start,
+        limit: sub.limit,
+        mediaType: ctx.mediaType,
+        signal,
+        timeoutMs: ctx.timeoutMs,
+        retry: false,
+      });
   try {
     // Formats without a page envelope (CSV, XLSX): the headers give the total, position is what we asked for.
     const status = ctx.decoder.format.envelope ? undefined : statusFromHeaders(response);

@@ -9,7 +9,8 @@ import { JUPYTER_DISPLAY, type MimeBundle, resultBundle, resultText } from '../a
 import { invalid } from '../core/validate.js';
 import { type FieldDescriptor, type FormatName, MediaType } from '../core/wire.js';
 import type { CallOptions, EndpointClient } from '../transport/endpoints.js';
-import { type ResultSource, ResultStream } from './result-stream.js';
+import { type FirstPage, type ResultSource, ResultStream } from './result-stream.js';
+import type { RequestScheduler } from './scheduler.js';
 import { normalizeStreamOptions, type StreamOptions } from './stream-options.js';
 
 export interface DownloadOptions extends CallOptions {
@@ -35,9 +36,12 @@ export class QueryResult implements ResultSource {
   /** The column descriptors, in row-value order. */
   readonly fields: readonly FieldDescriptor[];
   readonly maxResponseBytes: number;
+  /** @internal The client's scheduler shared by `concurrency: 'auto'` streams. */
+  readonly scheduler: RequestScheduler | undefined;
+  #firstPage: FirstPage | undefined;
 
   /** @internal Use `client.query()`. */
-  constructor(init: ResultSource) {
+  constructor(init: ResultSource & { readonly firstPage?: FirstPage | undefined }) {
     this.client = init.client;
     this.datasetId = init.datasetId;
     this.id = init.id;
@@ -46,6 +50,18 @@ export class QueryResult implements ResultSource {
     this.formats = init.formats;
     this.fields = init.fields;
     this.maxResponseBytes = init.maxResponseBytes;
+    this.scheduler = init.scheduler;
+    this.#firstPage = init.firstPage;
+  }
+
+  /**
+   * @internal The first page, read with the query for its descriptors: the first stream that starts at
+   * row 1 in table JSON takes it instead of asking again (once; later streams read every page).
+   */
+  takeFirstPage(): FirstPage | undefined {
+    const page = this.#firstPage;
+    this.#firstPage = undefined;
+    return page;
   }
 
   /** A Readable of `RecordBatch`es (or row objects with `output: 'rows'`), in row order. */

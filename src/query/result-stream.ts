@@ -18,15 +18,29 @@ import {
   RecordBatchBuilder,
 } from '../convert/index.js';
 import { abortReason } from '../core/abortable.js';
-import { DqsError, RateLimitedError, type ResumePoint, TruncatedError } from '../core/errors.js';
+import {
+  DqsError,
+  RateLimitedError,
+  type ResumePoint,
+  ServerError,
+  TimeoutError,
+  TruncatedError,
+} from '../core/errors.js';
 import type { FieldDescriptor } from '../core/wire.js';
 import { PageDecoder } from '../decode/index.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import type { RetryEvent } from '../transport/retry.js';
-import { OrderedWindow } from './ordered-window.js';
-import { fetchPage, type PageData, partLength } from './page-fetcher.js';
-import { planPages } from './page-plan.js';
-import { chooseFormat, type NormalizedStreamOptions } from './stream-options.js';
+import { AdaptiveConcurrency, type Congestion, FixedConcurrency } from './concurrency.js';
+import { OrderedWindow, type WindowTask } from './ordered-window.js';
+import { fetchPage, type PageData, type PageFetchContext, partLength } from './page-fetcher.js';
+import { checkRowLimit, PagePlan, type PageRange } from './page-plan.js';
+import { type ConcurrencyChange, type Permit, RequestScheduler } from './scheduler.js';
+import {
+  chooseFormat,
+  DEFAULT_CONCURRENCY,
+  DEFAULT_MAX_CONCURRENCY,
+  type NormalizedStreamOptions,
+} from './stream-options.js';
 
 /** What a stream needs to know about a completed query. */
 export interface ResultSource {
@@ -38,6 +52,29 @@ export interface ResultSource {
   readonly formats: readonly string[];
   readonly fields: readonly FieldDescriptor[];
   readonly maxResponseBytes: number;
+  /** The client's shared scheduler for `concurrency: 'auto'` streams. */
+  readonly scheduler?: RequestScheduler | undefined;
+  /** The page read with the query, handed to the first stream that can use it (once). */
+  readonly takeFirstPage?: (() => FirstPage | undefined) | undefined;
+}
+
+/** A table-JSON page already read (its descriptors described the query): rows `range`, body bytes. */
+export interface FirstPage {
+  readonly range: PageRange;
+  /** Serves the page's bytes as a response again. */
+  readonly open: NonNullable<PageFetchContext['openPage']>;
+}
+
+/** Pages of about this many bytes, once the first page has shown the bytes per row. */
+const TARGET_PAGE_BYTES = 2.5e6;
+const MIN_AUTO_PAGE = 1000;
+const MAX_AUTO_PAGE = 50_000;
+
+function congestionOf(error: unknown): Congestion | undefined {
+  if (error instanceof RateLimitedError) return 'throttled';
+  if (error instanceof ServerError && error.status === 503) return 'unavailable';
+  if (error instanceof TimeoutError) return 'timeout';
+  return undefined;
 }
 
 /** Where a download stands; pass `nextRow` as `startRow` to resume without re-reading rows. */
@@ -59,6 +96,8 @@ export interface ResultStreamEvents {
   progress: (event: ProgressEvent) => void;
   retry: (event: RetryEvent) => void;
   truncated: (info: { total: number }) => void;
+  /** The page requests allowed in flight changed (see `concurrency`). */
+  concurrency: (change: ConcurrencyChange) => void;
   schema: (schema: Schema) => void;
 }
 
@@ -84,7 +123,7 @@ export class ResultStream extends Readable {
   #marks: { readonly end: number; readonly pages: number; readonly bytes: number }[] = [];
   #toEmit = 0;
   #window: OrderedWindow<PageData> | undefined;
-  #calmPages = 0;
+  #scheduler: RequestScheduler | undefined;
 
   /** @internal Use `result.stream()` or `client.stream()`. */
   constructor(resolve: (signal: AbortSignal) => Promise<ResultSource>, options: NormalizedStreamOptions) {
@@ -120,9 +159,13 @@ export class ResultStream extends Readable {
     return this.#checkpointAt(this.#options.startRow + this.#delivered);
   }
 
-  /** Page requests allowed in flight now: `concurrency`, less after 429s, recovering as pages succeed. */
+  /**
+   * Page requests allowed in flight now: the adaptive limit (`'auto'`), or the fixed `concurrency`, less
+   * after 429s and recovering as pages succeed. Its changes are `'concurrency'` events.
+   */
   get concurrency(): number {
-    return this.#window?.concurrency ?? this.#options.concurrency;
+    const opts = this.#options;
+    return this.#scheduler?.limit ?? (opts.concurrency === 'auto' ? DEFAULT_CONCURRENCY : opts.concurrency);
   }
 
   #checkpointAt(nextRow: number): Checkpoint | undefined {
@@ -215,6 +258,8 @@ export class ResultStream extends Readable {
     const source = await this.#resolve(signal);
     this.#source = source;
     const opts = this.#options;
+    // Before any page: a total the server made up must not be read (nor planned).
+    checkRowLimit(source.total, opts.maxRows);
     const plan = planColumns([...source.fields], opts.types ? { ...opts.types } : undefined);
     const schema = buildSchema(plan);
     this.#schema = schema;
@@ -224,13 +269,20 @@ export class ResultStream extends Readable {
       this.emit('truncated', { total: source.total });
     }
     const { format, mediaType } = chooseFormat(opts.format, source.formats);
-    const pages = planPages(opts.startRow, source.total, opts.pageSize);
+    const pages = new PagePlan(opts.startRow, source.total, opts.pageSize);
+    // The page read with the query (its descriptors came from it) is the stream's first, if it fits.
+    // (Not when the caller chose smaller pages than it: their progress and batches follow their size.)
+    const kept = opts.startRow === 1 && format === 'json' ? source.takeFirstPage?.() : undefined;
+    const first = kept && (opts.pageSizeAuto || kept.range.limit <= opts.pageSize) ? kept : undefined;
     // Fast decoders (bytes straight into columns) feed Arrow batches and row objects alike.
     const decoder = new PageDecoder(format, plan, {
       fast: opts.decoder === 'fast',
       strings: opts.output === 'rows' ? 'exact' : 'utf8',
     });
-    const ctx = {
+    const scheduler = this.#schedulerFor(source);
+    this.#scheduler = scheduler;
+    const detachScheduler = scheduler.onChange((change) => this.emit('concurrency', change));
+    const ctx: PageFetchContext = {
       client: source.client,
       datasetId: source.datasetId,
       queryId: source.id,
@@ -239,29 +291,59 @@ export class ResultStream extends Readable {
       decoder,
       maxResponseBytes: source.maxResponseBytes,
       timeoutMs: opts.timeoutMs,
-      onRetry: (event: RetryEvent) => {
-        this.emit('retry', event);
-        // Throttled: halve the requests in flight; successful pages earn it back one step at a time.
-        if (event.error instanceof RateLimitedError && this.#window) {
-          this.#window.concurrency = Math.max(1, Math.floor(this.#window.concurrency / 2));
-          this.#calmPages = 0;
-        }
-      },
+      onRetry: (event: RetryEvent) => this.emit('retry', event),
     };
-    const window = new OrderedWindow<PageData>(pages.length, (i, s) => fetchPage(ctx, pages[i]!, s), {
-      concurrency: opts.concurrency,
-      window: opts.window,
-    });
+    const fetchWith = (range: PageRange, s: AbortSignal, permit: Permit | undefined) =>
+      fetchPage(
+        {
+          ...ctx,
+          // The retries of this page tell its permit (and so the controller) that the service pushed back.
+          onRetry: (event: RetryEvent) => {
+            this.emit('retry', event);
+            const kind = congestionOf(event.error);
+            if (kind && permit) permit.congested(kind);
+          },
+        },
+        range,
+        s,
+      );
+    let firstTask: WindowTask<PageData> | undefined;
+    if (first) {
+      pages.skip(first.range);
+      firstTask = {
+        local: true,
+        run: (s) => fetchPage({ ...ctx, openPage: first.open }, first.range, s),
+      };
+    }
+    const window = new OrderedWindow<PageData>(
+      () => {
+        if (firstTask) {
+          const task = firstTask;
+          firstTask = undefined;
+          return task;
+        }
+        const range = pages.next();
+        if (range === undefined) return undefined;
+        return { run: (s, permit) => fetchWith(range, s, permit) };
+      },
+      {
+        scheduler,
+        maxPages: () => opts.window ?? 2 * scheduler.limit,
+        maxBytes: opts.windowBytes,
+        sizeOf: (page) => page.bytes,
+      },
+    );
     this.#window = window;
     const onAbort = () => window.cancel(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     this.#toEmit = Math.max(0, source.total - opts.startRow + 1);
     let bytes = 0;
     let pageCount = 0;
+    let learned = !opts.pageSizeAuto;
     try {
       const convert =
         opts.output === 'arrow' ? this.#arrowConverter(plan, decoder) : this.#rowConverter(plan, decoder);
-      if (pages.length === 0 && opts.output === 'arrow') {
+      if (this.#toEmit === 0 && opts.output === 'arrow') {
         // An empty result still carries its schema, so writers and `toTable()` know the columns.
         yield [new RecordBatchBuilder(plan, { onInvalid: opts.onInvalid }).flush()];
         return;
@@ -274,31 +356,60 @@ export class ResultStream extends Readable {
         const pieces = convert.page(page);
         bytes += page.bytes;
         pageCount++;
+        learned = this.#learn(pages, page, learned);
         // Reported by `#deliver()` once the consumer has taken the page's last row.
         this.#marks.push({ end: page.range.start + page.rowCount, pages: pageCount, bytes });
-        if (window.concurrency < opts.concurrency && ++this.#calmPages >= 4) {
-          window.concurrency += 1;
-          this.#calmPages = 0;
-        }
         for (const out of pieces) if (out.length) yield out;
-        if (pageCount === pages.length) {
+        if (page.range.start + page.rowCount > source.total) {
           const last = convert.finish();
           if (last) yield [last];
         }
       }
     } finally {
       signal.removeEventListener('abort', onAbort);
+      detachScheduler();
       window.cancel(new DqsError('DQS_ABORTED', 'The result stream ended'));
     }
   }
 
+  /**
+   * The page size for the rest, from what a page showed: ~2.5 MB pages at its bytes per row (until the
+   * first page is seen), and never more rows than a server that clamps `limit` answers.
+   */
+  #learn(pages: PagePlan, page: PageData, learned: boolean): boolean {
+    const firstPart = page.parts[0];
+    const answered = firstPart === undefined ? 0 : partLength(firstPart);
+    if (page.requests > 1 && answered > 0 && answered < pages.pageSize) pages.pageSize = answered;
+    if (learned || page.rowCount === 0) return learned;
+    const perRow = page.bytes / page.rowCount;
+    const rows = Math.round(TARGET_PAGE_BYTES / perRow / 1000) * 1000;
+    pages.pageSize = Math.min(pages.pageSize, Math.max(MIN_AUTO_PAGE, Math.min(MAX_AUTO_PAGE, rows)));
+    return true;
+  }
+
+  /**
+   * `'auto'` streams share their client's scheduler (one limit for all its queries), unless they set their
+   * own `maxConcurrency`; a fixed concurrency gets a scheduler of its own.
+   */
+  #schedulerFor(source: ResultSource): RequestScheduler {
+    const opts = this.#options;
+    if (opts.concurrency !== 'auto') return new RequestScheduler(new FixedConcurrency(opts.concurrency));
+    if (opts.maxConcurrency === undefined && source.scheduler) return source.scheduler;
+    return new RequestScheduler(
+      new AdaptiveConcurrency({ max: opts.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY }),
+    );
+  }
+
   #arrowConverter(plan: ColumnPlan[], decoder: PageDecoder) {
     const builder = new RecordBatchBuilder(plan, { onInvalid: this.#options.onInvalid });
-    const batchSize = this.#options.batchSize;
+    const auto = this.#options.batchSizeAuto;
+    const fixedBatch = this.#options.batchSize;
     return {
       page(page: PageData): Iterable<Chunk[]> {
         const out: Chunk[] = [];
         const { range } = page;
+        // Unset, a batch is a page (page sizes change as the stream learns; batches follow them).
+        const batchSize = auto ? Math.max(1, page.rowCount) : fixedBatch;
         let first = range.start; // result position of the part's first row
         for (const part of page.parts) {
           const n = partLength(part);

@@ -1,7 +1,7 @@
 import type { ColumnKind } from '../convert/index.js';
-import { FormatNotOfferedError } from '../core/errors.js';
+import { FormatNotOfferedError, InvalidArgumentError } from '../core/errors.js';
 import { checkInteger, checkSignal, invalid, oneOf, optionalInteger } from '../core/validate.js';
-import { MediaType } from '../core/wire.js';
+import { MediaType, ROW_CAP } from '../core/wire.js';
 import { DECODABLE_FORMATS, type DecodableFormat, FORMATS } from '../decode/index.js';
 
 /** Options of `result.stream()`, `client.stream()`, `toTable()` and `toArray()`. */
@@ -14,17 +14,39 @@ export interface StreamOptions {
    * @default 'auto'
    */
   readonly format?: 'auto' | DecodableFormat;
-  /** Rows per page request (minimum 1). Small pages (5-10k) beat big ones: see the README. @default 10_000 */
-  readonly pageSize?: number;
   /**
-   * Page requests at once (minimum 1). 2 was fastest in `npm run bench` (loopback, 2 cores: decoding, not
-   * the network, is the limit there); more helps against a distant service, at ~one page of memory each.
-   * @default 2
+   * Rows per page request (minimum 1). Unset, the stream starts at 10,000 rows and then aims at pages of
+   * ~2.5 MB from the bytes per row the first page showed (small pages beat big ones: see the README); a
+   * server that answers fewer rows than asked (it clamps `limit`) is asked for that many from then on.
+   * @default 'auto'
    */
-  readonly concurrency?: number;
+  readonly pageSize?: number | 'auto';
+  /**
+   * Page requests at once. `'auto'` measures and adapts (see docs/performance.md): it starts at 8, doubles
+   * while the delivery rate grows, steps back on 429/503, timeouts, and latency that climbs without a
+   * throughput gain; every `'auto'` stream of one client shares one such limit, so many queries together
+   * do not exceed what the service accepts. A number fixes it (halved on a 429, earned back as pages succeed).
+   * @default 'auto'
+   */
+  readonly concurrency?: number | 'auto';
+  /** Upper bound of `'auto'` concurrency. @default the client's `connections`, else 64 */
+  readonly maxConcurrency?: number;
   /** Pages started but not yet emitted, at most (>= concurrency). @default 2 * concurrency */
   readonly window?: number;
-  /** Rows per emitted RecordBatch, independent of `pageSize`. @default pageSize */
+  /**
+   * Bytes of page data started but not yet emitted, at most: a slow consumer stops new requests once the
+   * pages waiting for it (and those in flight, at the average page size) reach it. At least one page
+   * is always in flight.
+   * @default 48 MiB
+   */
+  readonly windowBytes?: number;
+  /**
+   * The most rows the service may say the result has: a larger `total` is a `RowLimitError` before any
+   * page is read (a broken or hostile server claiming 10^12 rows would otherwise be read forever).
+   * @default 500_000 (the spec's row cap)
+   */
+  readonly maxRows?: number;
+  /** Rows per emitted RecordBatch, independent of `pageSize`. @default one batch per page */
   readonly batchSize?: number;
   /** 1-based row to start at: resumes a download without re-reading rows. @default 1 */
   readonly startRow?: number;
@@ -52,9 +74,19 @@ export interface NormalizedStreamOptions {
   readonly output: 'arrow' | 'rows';
   readonly format: 'auto' | DecodableFormat;
   readonly pageSize: number;
-  readonly concurrency: number;
-  readonly window: number;
+  /** True when `pageSize` was not given: chosen from the first page. */
+  readonly pageSizeAuto: boolean;
+  /** A fixed number, or `'auto'`. */
+  readonly concurrency: number | 'auto';
+  /** Given by the caller, or undefined (then the client's default applies). */
+  readonly maxConcurrency: number | undefined;
+  /** Pages in the window, at most; undefined: twice the current concurrency. */
+  readonly window: number | undefined;
+  readonly windowBytes: number;
+  readonly maxRows: number;
   readonly batchSize: number;
+  /** True when `batchSize` was not given: one batch per page. */
+  readonly batchSizeAuto: boolean;
   readonly startRow: number;
   readonly types: Readonly<Record<string, ColumnKind>> | undefined;
   readonly onInvalid: 'error' | 'null';
@@ -65,21 +97,51 @@ export interface NormalizedStreamOptions {
 }
 
 export const DEFAULT_PAGE_SIZE = 10_000;
-export const DEFAULT_CONCURRENCY = 2;
+/** What `concurrency: 'auto'` starts at. */
+export const DEFAULT_CONCURRENCY = 8;
+export const DEFAULT_MAX_CONCURRENCY = 64;
+export const DEFAULT_WINDOW_BYTES = 48 * 1024 * 1024;
+
+function invalidConcurrency(value: unknown): never {
+  throw invalid('concurrency', "'auto' or an integer >= 1", value);
+}
 
 export function normalizeStreamOptions(options: StreamOptions = {}): NormalizedStreamOptions {
-  const pageSize = optionalInteger(options.pageSize, 'pageSize', 1, DEFAULT_PAGE_SIZE);
-  const concurrency = optionalInteger(options.concurrency, 'concurrency', 1, DEFAULT_CONCURRENCY);
-  const window = optionalInteger(options.window, 'window', 1, concurrency * 2);
-  if (window < concurrency) throw invalid('window', `an integer >= \`concurrency\` (${concurrency})`, window);
+  const pageSizeAuto = options.pageSize === undefined || options.pageSize === 'auto';
+  const pageSize = pageSizeAuto ? DEFAULT_PAGE_SIZE : checkInteger(options.pageSize, 'pageSize', 1);
+  const concurrency =
+    options.concurrency === undefined || options.concurrency === 'auto'
+      ? 'auto'
+      : Number.isSafeInteger(options.concurrency) && options.concurrency >= 1
+        ? options.concurrency
+        : invalidConcurrency(options.concurrency);
+  const maxConcurrency =
+    options.maxConcurrency === undefined
+      ? undefined
+      : checkInteger(options.maxConcurrency, 'maxConcurrency', 1);
+  if (maxConcurrency !== undefined && concurrency !== 'auto') {
+    throw new InvalidArgumentError(
+      'maxConcurrency',
+      `Expected \`maxConcurrency\` only with concurrency 'auto', got concurrency ${concurrency}`,
+    );
+  }
+  const window = options.window === undefined ? undefined : checkInteger(options.window, 'window', 1);
+  if (window !== undefined && typeof concurrency === 'number' && window < concurrency) {
+    throw invalid('window', `an integer >= \`concurrency\` (${concurrency})`, window);
+  }
   const signal = checkSignal(options.signal);
   return {
     output: oneOf(options.output, 'output', ['arrow', 'rows'], 'arrow'),
     format: oneOf(options.format, 'format', ['auto', ...DECODABLE_FORMATS], 'auto'),
     pageSize,
+    pageSizeAuto,
     concurrency,
+    maxConcurrency,
     window,
+    windowBytes: optionalInteger(options.windowBytes, 'windowBytes', 1, DEFAULT_WINDOW_BYTES),
+    maxRows: optionalInteger(options.maxRows, 'maxRows', 0, ROW_CAP),
     batchSize: optionalInteger(options.batchSize, 'batchSize', 1, pageSize),
+    batchSizeAuto: options.batchSize === undefined,
     startRow: optionalInteger(options.startRow, 'startRow', 1, 1),
     types: options.types,
     onInvalid: oneOf(options.onInvalid, 'onInvalid', ['error', 'null'], 'error'),

@@ -1,6 +1,7 @@
 /**
- * Creating a query and waiting for it: POST, then HEAD with exponential backoff and jitter (not a fixed
- * 1 s: a fast query is seen at once, a slow one is not hammered).
+ * Creating a query and waiting for it: POST, then (only while it runs) HEAD with a slowly growing pause
+ * and jitter: from 50 ms, x1.25 per check, at most 2 s, or what the HEAD's `Retry-After` asks. A query
+ * that runs 0.15-3 s is seen within ~25 % of its end, and a long one costs one HEAD per 2 s.
  */
 
 import { linkSignals, sleep } from '../core/abortable.js';
@@ -12,9 +13,9 @@ export interface WaitOptions {
   readonly signal?: AbortSignal | undefined;
   /** Overall limit for creating and waiting, in ms. @default 10 minutes */
   readonly timeoutMs?: number | undefined;
-  /** First pause between checks, in ms. @default 100 */
+  /** First pause between checks, in ms. @default 50 */
   readonly pollMinMs?: number | undefined;
-  /** Longest pause between checks, in ms. @default 5000 */
+  /** Longest pause between checks, in ms (a longer `Retry-After` on a check is still honoured). @default 2000 */
   readonly pollMaxMs?: number | undefined;
   /** Called with each status seen while waiting (for progress displays). */
   readonly onStatus?: ((status: QueryStatus) => void) | undefined;
@@ -22,7 +23,11 @@ export interface WaitOptions {
 
 export interface CompletedQuery {
   readonly handle: QueryHandle;
-  readonly status: QueryStatus;
+  /**
+   * The last check; undefined when the create already answered `complete` (then no HEAD was made: the
+   * handle has the total and formats, and the first data page's headers say whether it was truncated).
+   */
+  readonly status: QueryStatus | undefined;
 }
 
 export async function createAndWait(
@@ -39,6 +44,7 @@ export async function createAndWait(
   );
   try {
     const handle = await client.createQuery(datasetId, body, { signal });
+    if (handle.state === 'complete') return { handle, status: undefined };
     const status = await waitForQuery(client, datasetId, handle.id, { ...options, signal });
     return { handle, status };
   } finally {
@@ -53,14 +59,16 @@ export async function waitForQuery(
   queryId: string,
   options: WaitOptions = {},
 ): Promise<QueryStatus> {
-  let pause = options.pollMinMs ?? 100;
-  const maxPause = options.pollMaxMs ?? 5000;
+  let pause = options.pollMinMs ?? 50;
+  const maxPause = options.pollMaxMs ?? 2000;
   for (;;) {
     const status = await client.checkQuery(datasetId, queryId, { signal: options.signal });
     options.onStatus?.(status);
     if (status.state === 'complete') return status;
-    // Full jitter around the current step keeps many clients from polling in lockstep.
-    await sleep(pause / 2 + Math.random() * (pause / 2), options.signal);
-    pause = Math.min(maxPause, pause * 1.6);
+    // Jitter over the upper quarter keeps many clients from polling in lockstep without waiting much
+    // longer than the step; the service's Retry-After, when it sends one, comes first.
+    const step = status.retryAfterMs ?? pause * (0.75 + Math.random() * 0.25);
+    await sleep(step, options.signal);
+    pause = Math.min(maxPause, pause * 1.25);
   }
 }

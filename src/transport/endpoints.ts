@@ -19,6 +19,7 @@ import { parseTablePage } from '../decode/table-json.js';
 import { discardBody, type HttpResponse, HttpTransport } from './http.js';
 import { type ClientOptions, normalizeClientOptions } from './options.js';
 import * as shape from './responses.js';
+import { parseRetryAfter } from './retry-after.js';
 import {
   checkDatasetId,
   checkInteger,
@@ -74,7 +75,15 @@ export function statusFromHeaders(res: HttpResponse): QueryStatus {
     .split(',')
     .map((f) => f.trim())
     .filter((f) => f.length > 0);
-  return { state, total, truncated, formats, httpStatus: res.status };
+  const retryAfterMs = parseRetryAfter(header(res, 'retry-after'));
+  return {
+    state,
+    total,
+    truncated,
+    formats,
+    httpStatus: res.status,
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+  };
 }
 
 /**

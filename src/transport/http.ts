@@ -72,7 +72,8 @@ export class HttpTransport {
     this.#dispatcher =
       options.dispatcher ??
       new Agent({
-        connections: options.connections,
+        // Unset: undici opens a connection per request in flight, and the streams' concurrency bounds those.
+        connections: options.connections ?? null,
         keepAliveTimeout: 10_000,
         headersTimeout: options.timeoutMs,
         bodyTimeout: options.timeoutMs,
@@ -81,6 +82,11 @@ export class HttpTransport {
 
   get baseUrl(): URL {
     return this.#options.baseUrl;
+  }
+
+  /** The `connections` option: undefined when the number follows the requests in flight. */
+  get connections(): number | undefined {
+    return this.#options.connections;
   }
 
   url(segments: readonly string[], query?: HttpRequest['query']): URL {

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { InvalidArgumentError } from '../core/errors.js';
-import { invalid, optionalInteger } from '../core/validate.js';
+import { checkInteger, invalid, optionalInteger } from '../core/validate.js';
 import { API_VERSION } from '../core/wire.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limiter.js';
 import { type NormalizedRetryOptions, normalizeRetryOptions, type RetryOptions } from './retry.js';
@@ -35,7 +35,12 @@ export interface ClientOptions {
    * @default 512 MiB
    */
   readonly maxResponseBytes?: number;
-  /** Keep-alive connections per origin. @default 8 */
+  /**
+   * Keep-alive connections per origin, at most. Unset, there are as many as requests in flight: the
+   * streams' `concurrency` decides (and `'auto'` concurrency stays at or below 64). Set, it also bounds
+   * `'auto'` concurrency, and a fixed `concurrency` above it is refused rather than silently queued.
+   * @default as many as requests in flight
+   */
   readonly connections?: number;
   /** Extra headers for every request (e.g. a proxy's). Cannot replace `Authorization`. */
   readonly headers?: Readonly<Record<string, string>>;
@@ -60,7 +65,7 @@ export interface NormalizedClientOptions {
   readonly apiVersion: string;
   readonly timeoutMs: number;
   readonly maxResponseBytes: number;
-  readonly connections: number;
+  readonly connections: number | undefined;
   readonly headers: Readonly<Record<string, string>>;
   readonly dispatcher: Dispatcher | undefined;
   readonly retry: NormalizedRetryOptions;
@@ -145,7 +150,8 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     apiVersion,
     timeoutMs: optionalInteger(options.timeoutMs, 'timeoutMs', 1, 60_000),
     maxResponseBytes: optionalInteger(options.maxResponseBytes, 'maxResponseBytes', 1, 512 * 1024 * 1024),
-    connections: optionalInteger(options.connections, 'connections', 1, 8),
+    connections:
+      options.connections === undefined ? undefined : checkInteger(options.connections, 'connections', 1),
     headers,
     dispatcher: options.dispatcher,
     retry: normalizeRetryOptions(options.retry),

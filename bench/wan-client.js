@@ -1,0 +1,114 @@
+// One contender of the WAN benchmark in a fresh process (its own connections, its own peak RSS). Prints one
+// JSON line: { ms, rows, error?, requests?, concurrency? }.
+// Usage: node bench/wan-client.js <contender> <url> <job-json>
+//   job: { dataset, body?, queries? (fan-out: [dataset, ticker] pairs), at? (fan-out: queries at once), options? }
+import { DatasetClient } from '../dist/index.js';
+
+const [contender, url, jobJson] = process.argv.slice(2);
+const job = JSON.parse(jobJson);
+const key = 'bench';
+const headers = { authorization: `token ${key}`, 'x-api-version': '20151130' };
+const TABLE = 'application/vnd.service.table+json';
+
+async function create(dataset, body) {
+  const res = await fetch(`${url}/datasets/${dataset}/query/`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify(body ?? {}),
+  });
+  if (!res.ok) throw new Error(`POST ${res.status}`);
+  const handle = await res.json();
+  // The emulator answers `complete` at once in these scenarios (no query delay): the naive clients rely on it.
+  if (handle.state !== 'complete') throw new Error(`query ${handle.state}`);
+  return handle;
+}
+
+async function getJson(dataset, id, start, limit) {
+  const res = await fetch(`${url}/datasets/${dataset}/query/${id}?start=${start}&limit=${limit}`, {
+    headers: { ...headers, accept: TABLE },
+  });
+  if (!res.ok) throw new Error(`GET ${res.status}`);
+  return res.json();
+}
+
+/** Runs `fn` over `items`, `at` at once. */
+async function pool(items, at, fn) {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++];
+      await fn(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(at, items.length) }, worker));
+}
+
+const contenders = {
+  // The library as a user calls it: query, then the whole result as an Arrow table.
+  async lib() {
+    const client = new DatasetClient({ baseUrl: url, apiKey: key });
+    const changes = [];
+    client.on('concurrency', (c) => changes.push(c.limit));
+    try {
+      const result = await client.query(job.dataset, job.body ?? {});
+      const table = await result.toTable(job.options ?? {});
+      return { rows: table.numRows, concurrency: changes };
+    } finally {
+      await client.close();
+    }
+  },
+  // A naive user: one POST, then every 10k-row page at once with Promise.all and res.json().
+  async 'naive-all'() {
+    const handle = await create(job.dataset, job.body);
+    const starts = [];
+    for (let s = 1; s <= handle.total; s += 10_000) starts.push(s);
+    const pages = await Promise.all(starts.map((s) => getJson(job.dataset, handle.id, s, 10_000)));
+    return { rows: pages.reduce((n, p) => n + p.rows.length, 0) };
+  },
+  // The service's own client style: 100k-row pages one after another, res.json(), rows kept.
+  async service() {
+    const handle = await create(job.dataset, job.body);
+    const all = [];
+    for (let s = 1; s <= handle.total; s += 100_000) {
+      const page = await getJson(job.dataset, handle.id, s, 100_000);
+      for (const r of page.rows) all.push(r);
+    }
+    return { rows: all.length };
+  },
+  // Fan-out, the library: one client, `at` queries at once, each read whole as an Arrow table.
+  async 'lib-fanout'() {
+    const client = new DatasetClient({ baseUrl: url, apiKey: key });
+    let rows = 0;
+    try {
+      await pool(job.queries, job.at, async ([dataset, ticker]) => {
+        const result = await client.query(dataset, { tickers: [ticker] });
+        rows += (await result.toTable(job.options ?? {})).numRows;
+      });
+      return { rows };
+    } finally {
+      await client.close();
+    }
+  },
+  // Fan-out, naive: POST, then one GET of up to 10k rows, res.json(), `at` queries at once.
+  async 'naive-fanout'() {
+    let rows = 0;
+    await pool(job.queries, job.at, async ([dataset, ticker]) => {
+      const handle = await create(dataset, { tickers: [ticker] });
+      if (handle.total === 0) return;
+      rows += (await getJson(dataset, handle.id, 1, 10_000)).rows.length;
+    });
+    return { rows };
+  },
+};
+
+const run = contenders[contender];
+if (!run) throw new Error(`unknown contender ${contender}`);
+const t0 = performance.now();
+let out;
+try {
+  out = await run();
+} catch (err) {
+  out = { error: String(err?.code ?? '') + ' ' + String(err?.message ?? err).slice(0, 200) };
+}
+const ms = performance.now() - t0;
+console.log(JSON.stringify({ contender, ms, maxRssMB: process.resourceUsage().maxRSS / 1024, ...out }));

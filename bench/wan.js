@@ -1,0 +1,243 @@
+// `npm run bench:wan` (or `npm run bench -- --wan`): the library against a service that is far away, through
+// the emulator's WAN shaping (bench/wan-server.js, its own process, started fresh for every run), beside
+// the naive clients a user would write. Contenders alternate within each round; every run is a fresh
+// process (bench/wan-client.js). Time is printed as a fraction of the physical limit: the result's bytes
+// over the total bandwidth, plus one round trip (1.0 would be a client that costs nothing).
+//
+// Usage: node bench/wan.js [--quick] [--rounds N] [--only wan,fanout]
+//
+// Scenarios are a table: add one by adding a row (a name, emulator options, the job, the contenders).
+import { execFile, fork } from 'node:child_process';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { parseArgs, promisify } from 'node:util';
+
+const run = promisify(execFile);
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    rounds: { type: 'string' },
+    only: { type: 'string' },
+    wan: { type: 'boolean', default: true },
+  },
+});
+const quick = values.quick;
+
+/** The issue's WAN: 40 ms RTT (+1 per new connection), 30 ms + 0.02 ms/row per page, 25 MB/s per connection, 100 MB/s in all. */
+const WAN = {
+  latencyMs: 40,
+  pageTimeMs: 30,
+  rowTimeMs: 0.02,
+  connectionBytesPerSecond: 25e6,
+  totalBytesPerSecond: 100e6,
+  compression: false,
+};
+const LOOPBACK = { compression: false };
+
+const lib = (name, options = {}) => ({ name, client: 'lib', options });
+const DEFAULTS = lib('library defaults');
+const NAIVE = { name: 'naive Promise.all of 10k pages + res.json()', client: 'naive-all' };
+const SERVICE = { name: 'service-style 100k pages one after another', client: 'service' };
+const fixed = (n) => lib(`fixed: pageSize 10000, concurrency ${n}`, { pageSize: 10_000, concurrency: n });
+
+const ROWS = quick ? 200_000 : 500_000;
+
+/**
+ * One row per scenario. `emulator`: shaping options; `rows`: the result's size (the emulator's rowCap);
+ * `contenders`: who runs; `rounds`: overrides --rounds; `report`: extra figures from the server's log.
+ * Fan-out rows have `fanout: { dataset, queries, at }` instead of `rows`.
+ */
+const SCENARIOS = [
+  { name: 'loopback', emulator: LOOPBACK, rows: ROWS, contenders: [DEFAULTS, fixed(2), NAIVE, SERVICE] },
+  { name: 'wan', emulator: WAN, rows: ROWS, contenders: [DEFAULTS, fixed(16), fixed(64), NAIVE, SERVICE] },
+  {
+    name: 'wan + at most 6 requests in flight',
+    emulator: { ...WAN, maxInFlight: 6 },
+    rows: ROWS,
+    contenders: [DEFAULTS, fixed(6), fixed(4), NAIVE],
+    report: 'refusals',
+  },
+  {
+    name: 'wan + 20 requests per minute',
+    emulator: { ...WAN, requestsPerMinute: 20 },
+    // 30 pages of 10k rows and the query's own requests: the limit is reached once, and waited out (~60 s).
+    rows: 300_000,
+    contenders: [DEFAULTS, NAIVE, SERVICE],
+    rounds: 1,
+    slow: true,
+    report: 'refusals',
+  },
+  {
+    name: 'fan-out: small queries, 8 at once',
+    emulator: WAN,
+    fanout: { datasets: ['web_traffic', 'app_reviews', 'store_locations'], queries: quick ? 64 : 200, at: 8 },
+    contenders: [
+      { name: 'library, one client', client: 'lib-fanout' },
+      { name: 'naive POST + one GET', client: 'naive-fanout' },
+    ],
+  },
+];
+
+const selected = SCENARIOS.filter(
+  (s) =>
+    (values.only ? values.only.split(',').some((o) => s.name.startsWith(o)) : true) && !(quick && s.slow),
+);
+const rounds = (s) => s.rounds ?? Number(values.rounds ?? (quick ? 1 : 3));
+
+// ---- the figures the limit is computed from: bytes of the result, read once from an unshaped emulator ----
+const { startEmulator, queryTotal } = await import('../dist/emulator/index.js');
+const { COMPANIES } = await import('../dist/emulator/index.js');
+
+async function resultBytes(dataset, body, rowCap, page = 10_000) {
+  const emu = await startEmulator({ port: 0, apiKey: 'k', rowCap, compression: false, pageCacheSize: 0 });
+  const headers = { authorization: 'token k', 'x-api-version': '20151130' };
+  try {
+    const res = await fetch(`${emu.url}/datasets/${dataset}/query/`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const { id, total } = await res.json();
+    let bytes = 0;
+    for (let start = 1; start <= total; start += page) {
+      const r = await fetch(`${emu.url}/datasets/${dataset}/query/${id}?start=${start}&limit=${page}`, {
+        headers: { ...headers, accept: 'application/vnd.service.table+json' },
+      });
+      bytes += (await r.arrayBuffer()).byteLength;
+    }
+    return { bytes, total };
+  } finally {
+    await emu.close();
+  }
+}
+
+/** `n` small queries ("these tickers, these datasets"): every ticker with rows in each dataset, up to 10k rows. */
+function fanoutQueries(datasets, n) {
+  const queries = [];
+  for (const dataset of datasets) {
+    for (const c of COMPANIES) {
+      const total = queryTotal(dataset, { tickers: [c.id] });
+      if (total > 0 && total <= 10_000 && queries.length < n) queries.push({ dataset, ticker: c.id, total });
+    }
+  }
+  return queries;
+}
+
+// ---- running ----
+const server = fork(new URL('./wan-server.js', import.meta.url), {
+  stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+});
+const next = (key) => new Promise((resolve) => server.once('message', (m) => resolve(m[key] ?? m)));
+await next('ready');
+
+async function once(scenario, contender, job, emulatorOptions) {
+  server.send({ start: emulatorOptions });
+  const url = await next('url');
+  const { stdout } = await run(
+    process.execPath,
+    [
+      new URL('./wan-client.js', import.meta.url).pathname,
+      contender.client,
+      url,
+      JSON.stringify({ ...job, options: contender.options }),
+    ],
+    { maxBuffer: 1 << 20 },
+  );
+  const result = JSON.parse(stdout.trim().split('\n').pop());
+  if (scenario.report === 'refusals') {
+    server.send({ requests: true });
+    const requests = await next('requests');
+    const first = requests[0]?.at ?? 0;
+    const refused = requests.filter((r) => r.status === 429);
+    const firstRefusal = refused[0]?.at;
+    result.requests = requests.length;
+    result.refused = refused.length;
+    const late = requests.filter((r) => r.at - first > 1000);
+    result.refusedAfter1s = late.length ? late.filter((r) => r.status === 429).length / late.length : 0;
+    // Refusals more than a second after the first one: the client went over the limit again.
+    result.refusedAgain =
+      firstRefusal === undefined ? 0 : refused.filter((r) => r.at - firstRefusal > 1000).length;
+  }
+  return result;
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+console.log(
+  `machine: ${cpus().length} x ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}, load ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}${quick ? ' (--quick)' : ''}`,
+);
+for (const scenario of selected) {
+  let job;
+  let limitMs;
+  let emulatorOptions;
+  if (scenario.fanout) {
+    const { datasets, queries: n, at } = scenario.fanout;
+    const queries = fanoutQueries(datasets, n);
+    let bytes = 0;
+    for (const q of queries) bytes += (await resultBytes(q.dataset, { tickers: [q.ticker] }, 500_000)).bytes;
+    const rows = queries.reduce((sum, q) => sum + q.total, 0);
+    job = { queries: queries.map((q) => [q.dataset, q.ticker]), at };
+    emulatorOptions = scenario.emulator;
+    const rtt = scenario.emulator.latencyMs ?? 0;
+    limitMs = scenario.emulator.totalBytesPerSecond
+      ? (bytes / scenario.emulator.totalBytesPerSecond) * 1000 + rtt
+      : undefined;
+    console.log(
+      `\n## ${scenario.name}: ${queries.length} queries (${datasets.join(', ')}), ${rows} rows, ${(bytes / 1e6).toFixed(1)} MB in all, ${at} at once`,
+    );
+  } else {
+    const { bytes, total } = await resultBytes('job_listings', {}, scenario.rows);
+    job = { dataset: 'job_listings', body: {} };
+    emulatorOptions = { ...scenario.emulator, rowCap: scenario.rows };
+    const rtt = scenario.emulator.latencyMs ?? 0;
+    limitMs = scenario.emulator.totalBytesPerSecond
+      ? (bytes / scenario.emulator.totalBytesPerSecond) * 1000 + rtt
+      : undefined;
+    console.log(
+      `\n## ${scenario.name}: ${total} rows of job_listings, ${(bytes / 1e6).toFixed(1)} MB of table JSON` +
+        (limitMs ? `, physical limit ${(limitMs / 1000).toFixed(2)} s` : ''),
+    );
+  }
+  const results = new Map(scenario.contenders.map((c) => [c.name, []]));
+  for (let r = 0; r < rounds(scenario); r++) {
+    for (const contender of scenario.contenders)
+      results.get(contender.name).push(await once(scenario, contender, job, emulatorOptions));
+  }
+  const naiveName = scenario.contenders.find((c) => c.client.startsWith('naive'))?.name;
+  const naiveOk = results.get(naiveName)?.filter((x) => !x.error) ?? [];
+  const naiveMs = naiveOk.length ? median(naiveOk.map((x) => x.ms)) : undefined;
+  const perQuery = scenario.fanout ? job.queries.length : 1;
+  console.log(
+    `| contender | median s${perQuery > 1 ? ' (per query ms)' : ''} | limit ÷ time | naive ÷ this | peak RSS MB | notes |`,
+  );
+  console.log('|---|---|---|---|---|---|');
+  for (const contender of scenario.contenders) {
+    const runs = results.get(contender.name);
+    const ok = runs.filter((x) => !x.error);
+    const notes = [];
+    const errors = runs.filter((x) => x.error);
+    if (errors.length) notes.push(`${errors.length}/${runs.length} failed: ${errors[0].error.trim()}`);
+    if (scenario.report === 'refusals') {
+      notes.push(
+        `429s: ${median(runs.map((x) => x.refused))} of ${median(runs.map((x) => x.requests))} requests`,
+      );
+      notes.push(`after 1 s: ${(100 * median(runs.map((x) => x.refusedAfter1s))).toFixed(1)} %`);
+      notes.push(`> 1 s after the first 429: ${median(runs.map((x) => x.refusedAgain))}`);
+    }
+    const conc = ok.find((x) => x.concurrency?.length)?.concurrency;
+    if (conc) notes.push(`concurrency ${[2, ...conc].slice(0, 12).join('→')}${conc.length > 11 ? '…' : ''}`);
+    if (!ok.length) {
+      console.log(`| ${contender.name} | - | - | - | - | ${notes.join('; ')} |`);
+      continue;
+    }
+    const ms = median(ok.map((x) => x.ms));
+    const time =
+      perQuery > 1
+        ? `${(ms / 1000).toFixed(2)} (${((ms / perQuery) * (scenario.fanout?.at ?? 1)).toFixed(0)})`
+        : (ms / 1000).toFixed(2);
+    console.log(
+      `| ${contender.name} | ${time} | ${limitMs ? (limitMs / ms).toFixed(2) : '-'} | ${naiveMs ? (naiveMs / ms).toFixed(2) : '-'} | ${median(ok.map((x) => x.maxRssMB)).toFixed(0)} | ${notes.join('; ')} |`,
+    );
+  }
+}
+server.disconnect();

@@ -1,0 +1,119 @@
+/**
+ * The slots page requests wait for. One scheduler can serve many streams (every `concurrency: 'auto'`
+ * stream of a client shares the client's), so many small queries together keep enough requests in flight
+ * without exceeding what the service accepts; waiters are served first come, first served.
+ */
+import { abortReason } from '../core/abortable.js';
+import type { ConcurrencyController, Congestion } from './concurrency.js';
+
+/** What `'concurrency'` listeners are told. */
+export interface ConcurrencyChange {
+  readonly limit: number;
+  readonly previous: number;
+  /** What made it change: a measured round, or the service's pushback. */
+  readonly reason: 'measured' | Congestion;
+}
+
+/** A slot held by one page request. */
+export interface Permit {
+  /** The request's page data arrived: `bytes` of it. */
+  succeeded(bytes: number): void;
+  /** The service pushed back (429/503, a timeout); the request will be retried under this permit. */
+  congested(kind: Congestion): void;
+  /** Gives the slot back (always, in a `finally`). */
+  release(): void;
+}
+
+interface Waiter {
+  resolve: (permit: Permit) => void;
+  reject: (reason: unknown) => void;
+  signal: AbortSignal | undefined;
+  onAbort: () => void;
+}
+
+export class RequestScheduler {
+  readonly #controller: ConcurrencyController;
+  readonly #now: () => number;
+  readonly #waiters: Waiter[] = [];
+  readonly #listeners = new Set<(change: ConcurrencyChange) => void>();
+  #active = 0;
+
+  constructor(controller: ConcurrencyController, now: () => number = () => performance.now()) {
+    this.#controller = controller;
+    this.#now = now;
+  }
+
+  /** Requests allowed in flight now. */
+  get limit(): number {
+    return this.#controller.limit;
+  }
+
+  /** Requests holding a slot now. */
+  get active(): number {
+    return this.#active;
+  }
+
+  /** Called with every change of `limit`; returns the function that removes the listener. */
+  onChange(listener: (change: ConcurrencyChange) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Resolves with a slot once one is free; rejects with the signal's reason if aborted first. */
+  acquire(signal?: AbortSignal): Promise<Permit> {
+    if (signal?.aborted) return Promise.reject(abortReason(signal, 'The page request'));
+    if (this.#active < this.#controller.limit && this.#waiters.length === 0) {
+      return Promise.resolve(this.#grant());
+    }
+    return new Promise<Permit>((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve,
+        reject,
+        signal,
+        onAbort: () => {
+          const i = this.#waiters.indexOf(waiter);
+          if (i >= 0) this.#waiters.splice(i, 1);
+          reject(abortReason(signal!, 'The page request'));
+        },
+      };
+      signal?.addEventListener('abort', waiter.onAbort, { once: true });
+      this.#waiters.push(waiter);
+    });
+  }
+
+  #grant(): Permit {
+    this.#active++;
+    const seq = this.#controller.started(this.#now());
+    let released = false;
+    return {
+      succeeded: (bytes) =>
+        this.#observe(() => this.#controller.succeeded(seq, bytes, this.#now()), 'measured'),
+      congested: (kind) =>
+        this.#observe(() => this.#controller.congested(kind, this.#active, this.#now()), kind),
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#active--;
+        this.#drain();
+      },
+    };
+  }
+
+  #observe(update: () => void, reason: ConcurrencyChange['reason']): void {
+    const previous = this.#controller.limit;
+    update();
+    const limit = this.#controller.limit;
+    if (limit !== previous) {
+      for (const listener of this.#listeners) listener({ limit, previous, reason });
+      this.#drain();
+    }
+  }
+
+  #drain(): void {
+    while (this.#waiters.length > 0 && this.#active < this.#controller.limit) {
+      const waiter = this.#waiters.shift()!;
+      waiter.signal?.removeEventListener('abort', waiter.onAbort);
+      waiter.resolve(this.#grant());
+    }
+  }
+}

@@ -1,0 +1,197 @@
+/**
+ * The adaptive concurrency controller against simulated services on a simulated clock: deterministic,
+ * no timers, no network. Each simulated service answers a request after a delay that depends on how many
+ * are in flight, the way a real one does (latency plus bandwidth shared by the requests in flight, or a
+ * CPU that serves one at a time, or a cap on requests in flight answered 429).
+ */
+import { describe, expect, it } from 'vitest';
+import { AdaptiveConcurrency, FixedConcurrency } from '../src/query/concurrency.js';
+import { type Permit, RequestScheduler } from '../src/query/scheduler.js';
+
+interface Service {
+  /** Ms until the answer of a request started with `inFlight` requests (itself included) in flight. */
+  duration(inFlight: number, now: number): number;
+  /** Refuses a request (429) when this many are in flight (itself included). */
+  refuses?(inFlight: number, now: number): boolean;
+}
+
+interface Run {
+  limits: { at: number; limit: number }[];
+  refusedAt: number[];
+  bytesPerMs: number;
+  finishedAt: number;
+  requests: number;
+}
+
+const PAGE = 2_000_000;
+
+/**
+ * Reads `pages` pages through the controller. A refused request is answered 429 after 40 ms and, as the
+ * client does, asked again after the `Retry-After` (1 s) under the same slot.
+ */
+function simulate(controller: AdaptiveConcurrency | FixedConcurrency, service: Service, pages: number): Run {
+  let now = 0;
+  let started = 0;
+  let done = 0;
+  let requests = 0;
+  type Event = { seq: number; at: number; kind: 'done' | 'refused' | 'retry' };
+  const events: Event[] = [];
+  let inFlight = 0; // requests holding a slot (a refused one waiting for its retry included)
+  let atServer = 0;
+  const limits: Run['limits'] = [{ at: 0, limit: controller.limit }];
+  const refusedAt: number[] = [];
+  const send = (seq: number) => {
+    atServer++;
+    requests++;
+    const refused = service.refuses?.(atServer, now) ?? false;
+    events.push({
+      seq,
+      at: now + (refused ? 40 : service.duration(atServer, now)),
+      kind: refused ? 'refused' : 'done',
+    });
+  };
+  while (done < pages) {
+    while (inFlight < controller.limit && started < pages) {
+      inFlight++;
+      started++;
+      send(controller.started(now));
+    }
+    events.sort((a, b) => a.at - b.at);
+    const event = events.shift()!;
+    now = event.at;
+    if (event.kind === 'retry') send(event.seq);
+    else if (event.kind === 'refused') {
+      atServer--;
+      refusedAt.push(now);
+      controller.congested('throttled', inFlight, now);
+      events.push({ seq: event.seq, at: now + 1000, kind: 'retry' });
+    } else {
+      atServer--;
+      inFlight--;
+      controller.succeeded(event.seq, PAGE, now);
+      done++;
+    }
+    if (limits.at(-1)!.limit !== controller.limit) limits.push({ at: now, limit: controller.limit });
+  }
+  return { limits, refusedAt, bytesPerMs: (pages * PAGE) / now, finishedAt: now, requests };
+}
+
+/**
+ * The issue's WAN: 40 ms away, 230 ms to run a page, 25 MB/s per connection: 350 ms a page, until the
+ * 100 MB/s in all are used (17.5 pages in flight); beyond that requests queue for the bandwidth.
+ */
+const wan: Service = { duration: (n) => Math.max(40 + 230 + PAGE / 25_000, (n * PAGE) / 100_000) };
+/** Loopback on a busy machine: one CPU serves the pages one after another, 8 ms each. */
+const cpuBound: Service = { duration: (n) => 8 * n };
+
+const maxLimit = (run: Run) => Math.max(...run.limits.map((l) => l.limit));
+const lastLimit = (run: Run) => run.limits.at(-1)!.limit;
+
+describe('AdaptiveConcurrency', () => {
+  it('grows on a slow link until the bandwidth is used, then settles near the bandwidth-delay product', () => {
+    const run = simulate(new AdaptiveConcurrency(), wan, 400);
+    expect(maxLimit(run)).toBeGreaterThanOrEqual(18);
+    // 100 MB/s is 100_000 bytes per ms; startup included, >= 80 % of it.
+    expect(run.bytesPerMs).toBeGreaterThan(0.8 * 100_000);
+    // Not parked at the maximum: 17.5 in flight fill the link, more only queue (memory, no gain).
+    expect(lastLimit(run)).toBeGreaterThanOrEqual(17);
+    expect(lastLimit(run)).toBeLessThanOrEqual(32);
+  });
+
+  it('a fixed 2 on the same link is far slower (the reason for adapting)', () => {
+    const adaptive = simulate(new AdaptiveConcurrency(), wan, 400);
+    const fixed = simulate(new FixedConcurrency(2), wan, 400);
+    expect(fixed.finishedAt / adaptive.finishedAt).toBeGreaterThan(4);
+  });
+
+  it('holds on a fast link where more requests only queue: comes back down, does not climb', () => {
+    const controller = new AdaptiveConcurrency();
+    const run = simulate(controller, cpuBound, 400);
+    expect(maxLimit(run)).toBeLessThanOrEqual(16);
+    expect(lastLimit(run)).toBeLessThanOrEqual(8);
+    expect(controller.phase).toBe('steady');
+  });
+
+  it('backs off on 429 to what the service accepts, and keeps refusals rare after the first second', () => {
+    const cap = 6;
+    const run = simulate(new AdaptiveConcurrency(), { ...wan, refuses: (n) => n > cap }, 400);
+    expect(lastLimit(run)).toBeLessThanOrEqual(cap);
+    const late = run.refusedAt.filter((t) => t > 1000).length;
+    expect(late / run.requests).toBeLessThan(0.05);
+  });
+
+  it('recovers once the service accepts more again', () => {
+    // Refuses above 4 in flight for the first 5 s, then nothing.
+    const run = simulate(
+      new AdaptiveConcurrency(),
+      { ...wan, refuses: (n, now) => now < 5000 && n > 4 },
+      600,
+    );
+    // Within a few rounds of the first refusal it is at the cap (one step per round: the refused
+    // requests of one overshoot come back together and count once).
+    const limitAt = (t: number) => run.limits.filter((l) => l.at <= t).at(-1)!.limit;
+    expect(limitAt(4000)).toBeLessThanOrEqual(4);
+    expect(maxLimit({ ...run, limits: run.limits.filter((l) => l.at > 5000) })).toBeGreaterThanOrEqual(12);
+  });
+
+  it('stays within min and max', () => {
+    const run = simulate(new AdaptiveConcurrency({ initial: 2, max: 5 }), wan, 200);
+    expect(maxLimit(run)).toBeLessThanOrEqual(5);
+    expect(Math.min(...run.limits.map((l) => l.limit))).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('FixedConcurrency', () => {
+  it('halves on pushback and earns the limit back one step per four successes', () => {
+    const c = new FixedConcurrency(8);
+    c.congested();
+    expect(c.limit).toBe(4);
+    for (let i = 0; i < 4; i++) c.succeeded();
+    expect(c.limit).toBe(5);
+    for (let i = 0; i < 100; i++) c.succeeded();
+    expect(c.limit).toBe(8);
+  });
+});
+
+describe('RequestScheduler', () => {
+  it('gives at most `limit` slots, first come first served, and tells listeners of changes', async () => {
+    let now = 0;
+    const scheduler = new RequestScheduler(new FixedConcurrency(2), () => now);
+    const changes: number[] = [];
+    scheduler.onChange((c) => changes.push(c.limit));
+    const a = await scheduler.acquire();
+    const b = await scheduler.acquire();
+    const order: string[] = [];
+    const taken = (name: string) => (p: Permit) => {
+      order.push(name);
+      return p;
+    };
+    const c = scheduler.acquire().then(taken('c'));
+    const d = scheduler.acquire().then(taken('d'));
+    await Promise.resolve();
+    expect(scheduler.active).toBe(2);
+    expect(order).toEqual([]);
+    a.congested('throttled');
+    expect(changes).toEqual([1]);
+    a.release();
+    await Promise.resolve();
+    expect(order).toEqual([]); // limit 1, and b still holds a slot
+    b.release();
+    (await c).release();
+    (await d).release();
+    expect(order).toEqual(['c', 'd']);
+    now += 1;
+  });
+
+  it('a waiter whose signal aborts leaves the queue with the signal reason', async () => {
+    const scheduler = new RequestScheduler(new FixedConcurrency(1));
+    const held = await scheduler.acquire();
+    const controller = new AbortController();
+    const waiting = scheduler.acquire(controller.signal);
+    controller.abort(new Error('stop'));
+    await expect(waiting).rejects.toMatchObject({ code: 'DQS_ABORTED' });
+    held.release();
+    expect(scheduler.active).toBe(0);
+    (await scheduler.acquire()).release();
+  });
+});

@@ -1,0 +1,147 @@
+/**
+ * What the server says about size is bounded before it is used. Regression: `X-Total: 10^12` made the
+ * client build its whole page plan up front (2.4-4.7 GB before the first row), and a total of 10^9 was
+ * read forever since the spec's 500,000-row cap was never enforced.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DatasetClient, MediaType, type RowLimitError } from '../src/index.js';
+import { PagePlan } from '../src/query/page-plan.js';
+import { expectRejects } from './helpers.js';
+
+const ID = 'c'.repeat(64);
+
+interface Lying {
+  /** The total the server claims, as written in its headers and bodies. */
+  readonly total: string;
+  /** Whether the create answers `complete` (else `running`, then a HEAD says complete). */
+  readonly completeAtOnce: boolean;
+}
+
+const servers: Server[] = [];
+afterEach(() => {
+  for (const s of servers.splice(0)) s.close();
+});
+
+/** A server claiming `total` rows and serving honest pages of one column for any start and limit. */
+async function lyingServer(lie: Lying): Promise<{ url: string; pageGets: () => number }> {
+  let gets = 0;
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (req.method === 'POST') {
+      const state = lie.completeAtOnce ? 'complete' : 'running';
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(
+        `{"id":"${ID}","state":"${state}","total":${lie.completeAtOnce ? lie.total : 0},"formats":["${MediaType.table}"]}`,
+      );
+    }
+    const headers = {
+      'x-state': 'complete',
+      'x-total': lie.total,
+      'x-truncated': 'false',
+      'x-formats': MediaType.table,
+    };
+    if (req.method === 'HEAD') return res.writeHead(200, headers).end();
+    gets++;
+    const start = Number(url.searchParams.get('start'));
+    const limit = Math.min(1000, Number(url.searchParams.get('limit')));
+    const rows = Array.from({ length: limit }, (_, i) => `["r${start + i}"]`).join(',');
+    res.writeHead(200, { ...headers, 'content-type': MediaType.table });
+    res.end(
+      `{"id":"${ID}","state":"complete","total":${lie.total},"count":${limit},"start":${start},"limit":${limit},` +
+        `"rows":[${rows}],"fields":[{"id":"a","type":"string"}],"group_fields":[],"sort_fields":[]}`,
+    );
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, pageGets: () => gets };
+}
+
+describe('maxRows: a total above the row cap is refused before any page is read', () => {
+  for (const total of ['1000000000000', String(2 ** 53 + 1), '500001']) {
+    for (const completeAtOnce of [true, false]) {
+      it(`X-Total ${total}, create answering ${completeAtOnce ? 'complete' : 'running'}`, async () => {
+        const server = await lyingServer({ total, completeAtOnce });
+        const client = new DatasetClient({ baseUrl: server.url, apiKey: 'k' });
+        try {
+          await expectRejects<RowLimitError>(client.stream('x', {}).toArray(), (e) => {
+            expect(e.code).toBe('DQS_ROW_LIMIT');
+            expect(e.maxRows).toBe(500_000);
+            expect(e.total).toBe(Number(total));
+            expect(e.message).toContain('maxRows');
+            expect(e.message).toContain(String(Number(total)));
+          });
+          await expectRejects<RowLimitError>(client.query('x', {}), (e) =>
+            expect(e.code).toBe('DQS_ROW_LIMIT'),
+          );
+          expect(server.pageGets()).toBe(0);
+        } finally {
+          await client.close();
+        }
+      });
+    }
+  }
+
+  it('a lower maxRows refuses a result the spec allows; a higher one reads it', async () => {
+    const server = await lyingServer({ total: '3000', completeAtOnce: true });
+    const client = new DatasetClient({ baseUrl: server.url, apiKey: 'k' });
+    try {
+      await expectRejects<RowLimitError>(client.stream('x', {}, { maxRows: 2999 }).toArray(), (e) =>
+        expect(e.message).toMatch(/3000 rows, more than `maxRows` \(2999\)/),
+      );
+      expect(server.pageGets()).toBe(0);
+      expect(await client.stream('x', {}, { maxRows: 3000, output: 'rows' }).toArray()).toHaveLength(3000);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('rejects a maxRows that is not a count, naming the option', () => {
+    const client = new DatasetClient({ baseUrl: 'http://127.0.0.1:1' });
+    for (const maxRows of [-1, 1.5, '10'] as unknown[]) {
+      expect(() => client.stream('x', {}, { maxRows: maxRows as number })).toThrow(
+        /maxRows|Expected an integer >= 0/,
+      );
+    }
+  });
+});
+
+describe('the page plan is lazy', () => {
+  it('a claimed total of 10^12 allowed by maxRows costs no memory up front: the first rows come at once', async () => {
+    const server = await lyingServer({ total: '1000000000000', completeAtOnce: true });
+    const client = new DatasetClient({ baseUrl: server.url, apiKey: 'k' });
+    try {
+      const before = process.memoryUsage().heapUsed;
+      const stream = client.stream(
+        'x',
+        {},
+        { maxRows: Number.MAX_SAFE_INTEGER, pageSize: 1000, output: 'rows' },
+      );
+      let n = 0;
+      for await (const row of stream) {
+        expect(row).toEqual({ a: `r${n + 1}` });
+        if (++n === 5000) break;
+      }
+      // A plan of 10^9 pages would be tens of GB; the window holds a few pages.
+      expect(process.memoryUsage().heapUsed - before).toBeLessThan(200 * 2 ** 20);
+      expect(server.pageGets()).toBeLessThan(200);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('hands out pages from a cursor, whose page size can change', () => {
+    const plan = new PagePlan(1, 10, 4);
+    expect(plan.next()).toEqual({ start: 1, limit: 4 });
+    plan.pageSize = 2;
+    expect(plan.next()).toEqual({ start: 5, limit: 2 });
+    plan.skip({ start: 7, limit: 1 });
+    expect(plan.next()).toEqual({ start: 8, limit: 2 });
+    expect(plan.next()).toEqual({ start: 10, limit: 1 });
+    expect(plan.next()).toBeUndefined();
+    expect(plan.done).toBe(true);
+    const huge = new PagePlan(1, 1e12, 10_000);
+    expect(huge.next()).toEqual({ start: 1, limit: 10_000 });
+  });
+});

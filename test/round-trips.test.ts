@@ -1,0 +1,127 @@
+/**
+ * How many requests a query costs, counted by the emulator: a small query the create answers `complete`
+ * is the POST and one data GET (no HEAD, no separate 1-row request for the descriptors).
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { queryRows } from '../src/emulator/index.js';
+import { DatasetClient, MediaType } from '../src/index.js';
+import { setup } from './helpers.js';
+
+const AAPL = { tickers: ['nasdaq:aapl'] };
+// 2,269 rows: one page.
+const SMALL = 'web_traffic';
+
+function kinds(emu: { requests: readonly { method: string; query: Record<string, string> }[] }): string[] {
+  return emu.requests.map((r) => (r.method === 'GET' ? `GET ${r.query.start}+${r.query.limit}` : r.method));
+}
+
+describe('round trips', () => {
+  it('a small complete query costs two requests: the POST and one GET that serves descriptors and rows', async () => {
+    const { emu, client } = await setup();
+    const result = await client.query(SMALL, AAPL);
+    expect(result.total).toBeGreaterThan(0);
+    expect(result.total).toBeLessThanOrEqual(10_000);
+    const table = await result.toTable();
+    expect(table.numRows).toBe(result.total);
+    expect(kinds(emu)).toEqual(['POST', `GET 1+${result.total}`]);
+    // The rows are the emulator's, in order.
+    const first = queryRows(SMALL, AAPL, { seed: 1, rowCap: 500_000 }, 1, 1)[0]!;
+    expect(table.getChildAt(0)?.get(0)).toBe(first[0]);
+    // A second read of the same result asks again (the kept page is handed out once).
+    emu.resetRequests();
+    expect((await result.toArray()).length).toBe(result.total);
+    expect(kinds(emu)).toEqual([`GET 1+${result.total}`]);
+  });
+
+  it('client.stream() of a small query: two requests too', async () => {
+    const { emu, client } = await setup();
+    const rows = await client.stream(SMALL, AAPL, { output: 'rows' }).toArray();
+    expect(rows.length).toBeGreaterThan(0);
+    expect(emu.requests.map((r) => r.method)).toEqual(['POST', 'GET']);
+  });
+
+  it('a result cut at the row cap is known from the GET headers, without a HEAD', async () => {
+    const { emu, client } = await setup({ rowCap: 700 });
+    const result = await client.query('job_listings', {});
+    expect(result.total).toBe(700);
+    expect(result.truncated).toBe(true);
+    expect(emu.requests.map((r) => r.method)).toEqual(['POST', 'GET']);
+  });
+
+  it('a large result reads one row for its descriptors, then its pages', async () => {
+    const { emu, client } = await setup({ rowCap: 25_000 });
+    const table = await (await client.query('job_listings', {})).toTable();
+    expect(table.numRows).toBe(25_000);
+    const gets = kinds(emu).filter((k) => k.startsWith('GET'));
+    expect(gets[0]).toBe('GET 1+1');
+    expect(kinds(emu).includes('HEAD')).toBe(false);
+    // Every row asked for once.
+    const asked = gets.slice(1).map((g) => g.slice(4).split('+').map(Number) as [number, number]);
+    asked.sort((a, b) => a[0] - b[0]);
+    let next = 1;
+    for (const [start, limit] of asked) {
+      expect(start).toBe(next);
+      next = start + limit;
+    }
+    expect(next).toBe(25_001);
+  });
+
+  it('a running query is polled with HEAD from ~50 ms, a few times for a query of 300 ms', async () => {
+    const { emu, client } = await setup({ queryDelayMs: 300 });
+    const result = await client.query(SMALL, AAPL);
+    const heads = emu.requests.filter((r) => r.method === 'HEAD').length;
+    expect(heads).toBeGreaterThanOrEqual(2);
+    expect(heads).toBeLessThanOrEqual(8);
+    await result.toTable();
+    expect(emu.requests.filter((r) => r.method === 'GET')).toHaveLength(1);
+  });
+
+  it("honours a HEAD's Retry-After while the query runs", async () => {
+    const id = 'a'.repeat(64);
+    const heads: number[] = [];
+    const page = {
+      id,
+      state: 'complete',
+      total: 1,
+      count: 1,
+      start: 1,
+      limit: 1,
+      rows: [['x']],
+      fields: [{ id: 'a', type: 'string' }],
+      group_fields: [],
+      sort_fields: [],
+    };
+    const server: Server = createServer((req, res) => {
+      if (req.method === 'POST')
+        return res.end(JSON.stringify({ id, state: 'running', total: 0, formats: [] }));
+      if (req.method === 'HEAD') {
+        heads.push(performance.now());
+        const done = heads.length >= 2;
+        return res
+          .writeHead(200, {
+            'x-state': done ? 'complete' : 'running',
+            'x-total': done ? '1' : '0',
+            'x-formats': MediaType.table,
+            'retry-after': '1',
+          })
+          .end();
+      }
+      res.writeHead(200, { 'content-type': MediaType.table }).end(JSON.stringify(page));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const client = new DatasetClient({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    });
+    try {
+      const result = await client.query('x', {});
+      expect(await result.toArray()).toEqual([{ a: 'x' }]);
+      expect(heads).toHaveLength(2);
+      expect(heads[1]! - heads[0]!).toBeGreaterThanOrEqual(950);
+    } finally {
+      await client.close();
+      server.close();
+    }
+  });
+});
