@@ -26,6 +26,7 @@ const samples: Record<string, [api.DqsError, api.DqsErrorCode]> = {
   ProtocolError: [new api.ProtocolError('bad start', info), 'DQS_PROTOCOL'],
   RateLimitedError: [new api.RateLimitedError({ ...details, status: 429 }), 'DQS_RATE_LIMITED'],
   ResponseTooLargeError: [new api.ResponseTooLargeError(info, 10), 'DQS_RESPONSE_TOO_LARGE'],
+  RowLimitError: [new api.RowLimitError(10 ** 12, 500_000), 'DQS_ROW_LIMIT'],
   ServerError: [new api.ServerError({ ...details, status: 503 }), 'DQS_SERVER'],
   TimeoutError: [new api.TimeoutError('GET', 5), 'DQS_TIMEOUT'],
   TruncatedError: [new api.TruncatedError(500_000), 'DQS_TRUNCATED'],
