@@ -63,8 +63,8 @@ export interface StreamOptions {
   /**
    * @internal Table-JSON and CSV decoding: `'fast'` decodes bytes straight into columns (falling back to
    * the reference for unusual pages), `'json'` always takes the reference path (`JSON.parse`, or
-   * csv-parse's rows for CSV; for tests and benchmarks). Also settable with the `DQS_DECODER` environment
-   * variable.
+   * csv-parse's rows for CSV; for tests and benchmarks). The CLI and the benchmarks take it from the
+   * `DQS_DECODER` environment variable; the library reads no environment for it.
    * @default 'fast'
    */
   readonly decoder?: 'fast' | 'json';
@@ -148,12 +148,7 @@ export function normalizeStreamOptions(options: StreamOptions = {}): NormalizedS
     onTruncated: oneOf(options.onTruncated, 'onTruncated', ['warn', 'error'], 'warn'),
     signal,
     timeoutMs: options.timeoutMs === undefined ? undefined : checkInteger(options.timeoutMs, 'timeoutMs', 1),
-    decoder: oneOf(
-      options.decoder ?? (process.env.DQS_DECODER || undefined),
-      'decoder',
-      ['fast', 'json'],
-      'fast',
-    ),
+    decoder: oneOf(options.decoder, 'decoder', ['fast', 'json'], 'fast'),
   };
 }
 

@@ -12,7 +12,7 @@ import type {
   PartitionStreamOptions,
 } from '../../analytics/partitioned-export.js';
 import { checkTicker } from '../../transport/validate.js';
-import { choice, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
+import { choice, decoderFromEnv, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
 import { LocalError, systemReason, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
@@ -131,6 +131,7 @@ export const exportCommand: Command = {
         tickers,
         outDir,
         ...(concurrency !== undefined ? { concurrency } : {}),
+        ...decoderFromEnv(),
         stream,
         overwrite,
         signal: ctx.signal,

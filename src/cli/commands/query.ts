@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import type { RecordBatch } from 'apache-arrow';
 import { SafeFile } from '../../core/safe-file.js';
 import type { StreamOptions } from '../../query/stream-options.js';
-import { choice, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
+import { choice, decoderFromEnv, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
 import { LocalError, systemReason, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
@@ -188,6 +188,7 @@ function streamOptions(v: Values): StreamOptions {
     ...(format !== undefined ? { format } : {}),
     ...(pageSize !== undefined ? { pageSize } : {}),
     ...(concurrency !== undefined ? { concurrency } : {}),
+    ...decoderFromEnv(),
     ...(batchSize !== undefined ? { batchSize } : {}),
   };
 }
