@@ -8,8 +8,11 @@
  * stream, which then starts at the page after it.
  */
 import { Readable } from 'node:stream';
+import type { CacheEvent } from './cache/events.js';
+import { type CacheOptions, normalizeCacheOptions } from './cache/options.js';
+import { ResultCache } from './cache/result-cache.js';
 import { InvalidArgumentError, ProtocolError, ResponseTooLargeError } from './core/errors.js';
-import { type FieldDescriptor, MediaType, type QueryBody, ROW_CAP } from './core/wire.js';
+import { type FieldDescriptor, MediaType, type QueryBody, type QueryHandle, ROW_CAP } from './core/wire.js';
 import { parseTablePage } from './decode/table-json.js';
 import { AdaptiveConcurrency } from './query/concurrency.js';
 import type { PageRange } from './query/page-plan.js';
@@ -37,18 +40,43 @@ export interface QueryOptions extends WaitOptions {
   readonly maxRows?: number;
   /** Rows of the first page, read with the query for its descriptors (a smaller result: all of it). @default 10_000 */
   readonly firstPageRows?: number;
+  /**
+   * With a caching client: `false` bypasses the cache for this query, `'refresh'` reads the service and
+   * replaces the entry. @default true
+   */
+  readonly cache?: boolean | 'refresh' | undefined;
 }
 
+export interface DatasetClientOptions extends ClientOptions {
+  /**
+   * A local result cache (docs/cache.md): `true` for the defaults, or `{ dir, maxAge, maxBytes, refresh }`.
+   * A repeated query is then validated with two small requests and served from disk.
+   * @default false
+   */
+  readonly cache?: boolean | CacheOptions | undefined;
+}
+
+/**
+ * Events: `'retry'` (see `EndpointClient`), `'concurrency'` and, with a cache, `'cache'` (a `CacheEvent`:
+ * hit, miss, stale, stored, ...).
+ */
 export class DatasetClient extends EndpointClient {
   #scheduler: RequestScheduler | undefined;
   readonly #maxConcurrency: number;
+  readonly #cache: ResultCache | undefined;
 
-  constructor(options: ClientOptions = {}) {
+  constructor(options: DatasetClientOptions = {}) {
     super(options);
     this.#maxConcurrency = Math.min(
       DEFAULT_MAX_CONCURRENCY,
       this.http.connections ?? DEFAULT_MAX_CONCURRENCY,
     );
+    const cache = normalizeCacheOptions(options.cache);
+    const { token, apiKey } = options;
+    // The credential only ever reaches the cache as an HMAC (cache/key.ts).
+    const credential = token ? () => token() : () => apiKey ?? process.env.DQS_API_KEY;
+    this.#cache =
+      cache && new ResultCache(cache, credential, (event: CacheEvent) => this.emit('cache', event));
   }
 
   /**
@@ -77,8 +105,37 @@ export class DatasetClient extends EndpointClient {
    * for await (const batch of result.stream()) console.log(batch.numRows);
    */
   async query(datasetId: string, body: QueryBody = {}, options: QueryOptions = {}): Promise<QueryResultType> {
+    const cache = options.cache === false ? undefined : this.#cache;
+    if (cache === undefined) return this.#fetch(datasetId, body, options);
+    return cache.query({
+      client: this,
+      datasetId,
+      body,
+      signal: options.signal,
+      refresh: options.cache === 'refresh' || cache.options.refresh,
+      scheduler: this.scheduler,
+      fetch: (handle, signal) =>
+        this.#fetch(datasetId, body, signal ? { ...options, signal } : options, handle),
+    });
+  }
+
+  /** The uncached lifecycle; from an existing POST's `handle` when given (the cache made it). */
+  async #fetch(
+    datasetId: string,
+    body: QueryBody,
+    options: QueryOptions,
+    existing?: QueryHandle,
+  ): Promise<QueryResultType> {
     const { maxRows, firstPageRows } = normalizeQueryOptions(options);
-    const { handle, status } = await createAndWait(this, datasetId, body, options);
+    const { handle, status } = existing
+      ? {
+          handle: existing,
+          status:
+            existing.state === 'complete'
+              ? undefined
+              : await waitForQuery(this, datasetId, existing.id, options),
+        }
+      : await createAndWait(this, datasetId, body, options);
     const known: Known = status
       ? { total: status.total, truncated: status.truncated, formats: [...status.formats] }
       : { total: handle.total, truncated: undefined, formats: [...handle.formats] };
@@ -110,10 +167,12 @@ export class DatasetClient extends EndpointClient {
     checkRowLimit(known.total, options.maxRows);
     let fields: readonly FieldDescriptor[];
     let firstPage: FirstPage | undefined;
+    let lastDateUpdated: string | undefined;
     if (known.formats.length === 0 || known.formats.includes(MediaType.table)) {
       const first = await this.#firstPage(datasetId, queryId, known, options);
       fields = first.fields;
       firstPage = first.page;
+      lastDateUpdated = first.lastDateUpdated;
     } else {
       fields = (await this.getDataset(datasetId, { signal: options.signal })).fields;
     }
@@ -135,6 +194,7 @@ export class DatasetClient extends EndpointClient {
       maxResponseBytes: this.http.maxResponseBytes,
       scheduler: this.scheduler,
       firstPage,
+      lastDateUpdated,
     };
     return new QueryResult(source);
   }
@@ -148,7 +208,11 @@ export class DatasetClient extends EndpointClient {
     queryId: string,
     known: Known,
     options: CallOptions & { readonly firstPageRows: number },
-  ): Promise<{ fields: readonly FieldDescriptor[]; page: FirstPage | undefined }> {
+  ): Promise<{
+    fields: readonly FieldDescriptor[];
+    page: FirstPage | undefined;
+    lastDateUpdated: string;
+  }> {
     // A small result is read whole (it is the stream's only page); a large one gives one row for its
     // descriptors, as does a small one whose single page would exceed `maxResponseBytes`.
     let limit = known.total <= options.firstPageRows ? Math.max(1, known.total) : 1;
@@ -178,7 +242,9 @@ export class DatasetClient extends EndpointClient {
         .map((f) => f.trim())
         .filter((f) => f.length > 0);
     }
-    if (limit === 1 || page.rows.length === 0) return { fields: page.fields, page: undefined };
+    const lastDateUpdated = page.last_date_updated;
+    if (limit === 1 || page.rows.length === 0)
+      return { fields: page.fields, page: undefined, lastDateUpdated };
     const body = Buffer.from(text, 'utf8');
     const served: PageRange = { start: 1, limit: Math.min(limit, page.rows.length) };
     const open = async (asked: PageRange, signal: AbortSignal): Promise<HttpResponse> => {
@@ -188,7 +254,7 @@ export class DatasetClient extends EndpointClient {
       }
       return replay(body, response);
     };
-    return { fields: page.fields, page: { range: served, open } };
+    return { fields: page.fields, page: { range: served, open }, lastDateUpdated };
   }
 
   #readFirst(datasetId: string, queryId: string, limit: number, signal: AbortSignal | undefined) {
@@ -262,6 +328,10 @@ function replay(body: Buffer, original: HttpResponse): HttpResponse {
     status: original.status,
     headers: { ...original.headers, 'content-length': String(body.length), 'content-encoding': undefined },
     body: stream as unknown as HttpResponse['body'],
+    // Served again as it was decoded; the bytes it took on the wire are the original's. Not timed again.
+    codings: [],
+    wireBytes: (decoded) => original.wireBytes(decoded),
+    measured: () => {},
     info: original.info,
     done: () => {},
     streaming: () => {},

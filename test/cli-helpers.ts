@@ -3,7 +3,8 @@
  * DuckDB. Kept apart from helpers.ts so that suites which need neither do not load DuckDB.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -24,11 +25,21 @@ export function ensureBuilt(file: string = MAIN): void {
   );
 }
 
-/** The environment of a user who has set nothing: no DQS_* from the machine running the tests. */
+/**
+ * One result cache directory per test process: the CLI caches results by default, and a test must
+ * neither read nor fill the cache of the user running it.
+ */
+export const TEST_CACHE_HOME = mkdtempSync(join(tmpdir(), 'dqs-test-cache-home-'));
+process.on('exit', () => rmSync(TEST_CACHE_HOME, { recursive: true, force: true }));
+
+/**
+ * The environment of a user who has set nothing: no DQS_* from the machine running the tests, and the
+ * result cache under TEST_CACHE_HOME.
+ */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('DQS_')) env[k] = v;
-  return { ...env, ...extra };
+  return { ...env, XDG_CACHE_HOME: TEST_CACHE_HOME, ...extra };
 }
 
 export interface Run {

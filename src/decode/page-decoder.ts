@@ -18,7 +18,7 @@ import {
 /** A page body as the page fetcher offers it: whole, or as it arrives. The decoder takes one of the two. */
 export interface PageBody {
   /**
-   * The whole body. With a `pool` and a declared length it is read into a buffer of the pool, returned
+   * The whole body. With a `pool` it is read into a buffer of the pool (inflated bodies too), returned
    * as `pooled` (give it back with `pool.releaseBody()` once nothing reads it).
    */
   whole(pool?: BodyPool): Promise<{ body: Buffer; pooled: Buffer | undefined }>;

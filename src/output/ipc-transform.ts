@@ -37,10 +37,32 @@ class CollectingSink extends AsyncByteQueue {
   }
 }
 
-export function arrowIpcTransform(format: 'file' | 'stream'): Transform {
+/**
+ * The encoding alone: each call returns the IPC bytes of what it was given, as views of the batch's own
+ * buffers (for writers that are not Node streams, e.g. the result cache's entries).
+ */
+export function ipcEncoder(format: 'file' | 'stream'): {
+  write(batch: RecordBatch): Uint8Array[];
+  close(): Uint8Array[];
+} {
   const sink = new CollectingSink();
   const writer = format === 'file' ? new RecordBatchFileWriter() : new RecordBatchStreamWriter();
   writer.reset(sink);
+  return {
+    write(batch) {
+      writer.write(batch);
+      return sink.take();
+    },
+    close() {
+      // Writes the end-of-stream marker, or the file footer with every batch's offset.
+      writer.close();
+      return sink.take();
+    },
+  };
+}
+
+export function arrowIpcTransform(format: 'file' | 'stream'): Transform {
+  const encoder = ipcEncoder(format);
   return new Transform({
     writableObjectMode: true,
     readableObjectMode: false,
@@ -51,10 +73,9 @@ export function arrowIpcTransform(format: 'file' | 'stream'): Transform {
     readableHighWaterMark: 4 << 20,
     transform(batch: RecordBatch, _encoding, callback) {
       try {
-        writer.write(batch);
         // Pushed as they are (headers, then the batch's buffers): one concatenated copy per batch cost
         // a batch's size in garbage and time; the file stream writes them together (writev).
-        for (const chunk of sink.take()) this.push(chunk);
+        for (const chunk of encoder.write(batch)) this.push(chunk);
         callback();
       } catch (err) {
         callback(err as Error);
@@ -62,9 +83,7 @@ export function arrowIpcTransform(format: 'file' | 'stream'): Transform {
     },
     flush(callback) {
       try {
-        // Writes the end-of-stream marker, or the file footer with every batch's offset.
-        writer.close();
-        for (const chunk of sink.take()) this.push(chunk);
+        for (const chunk of encoder.close()) this.push(chunk);
         callback();
       } catch (err) {
         callback(err as Error);

@@ -4,11 +4,19 @@
  * duplicate rows (wrong `start`, a changing `total`, no progress) are protocol errors, never guessed at.
  */
 
-import { atPage, DqsError, ProtocolError, ResponseTooLargeError } from '../core/errors.js';
+import { channel } from 'node:diagnostics_channel';
+import {
+  atPage,
+  DqsError,
+  KNOWN_QUERY_STATES,
+  ProtocolError,
+  QueryFailedError,
+  ResponseTooLargeError,
+} from '../core/errors.js';
 import type { BodyPool, PageBody, PageDecoder, PagePart } from '../decode/index.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import { statusFromHeaders } from '../transport/endpoints.js';
-import { discardBody, type HttpResponse, readBounded, translateError } from '../transport/http.js';
+import { bodyLimit, discardBody, type HttpResponse, readBounded, translateError } from '../transport/http.js';
 import { type RetryEvent, withRetry } from '../transport/retry.js';
 import type { PageRange } from './page-plan.js';
 
@@ -43,7 +51,10 @@ export interface PageData {
   readonly parts: readonly PagePart[];
   /** Rows in all parts. */
   readonly rowCount: number;
+  /** Body bytes as decoded (inflated): what the page holds in memory, and what a byte window counts. */
   readonly bytes: number;
+  /** Body bytes as they came off the socket (compressed ones, when the server compressed). */
+  readonly wireBytes: number;
   /** Requests it took (more than 1 when the server answered short pages). */
   readonly requests: number;
 }
@@ -52,11 +63,36 @@ interface Piece {
   part: PagePart;
   rows: number;
   bytes: number;
+  wireBytes: number;
   total: number;
   start: number;
 }
 
+/**
+ * Per-page timings for benchmarks and diagnostics, published only while someone subscribes
+ * (`diagnostics_channel.subscribe('dqs-client:page', ...)`): see docs/compression.md.
+ */
+const pageChannel = channel('dqs-client:page');
+
+/** What `dqs-client:page` publishes for each page request read and decoded. */
+export interface PageTiming {
+  readonly start: number;
+  readonly limit: number;
+  /** Content codings undone (`[]`: the body came plain). */
+  readonly codings: readonly string[];
+  readonly wireBytes: number;
+  /** Decoded (inflated) body bytes. */
+  readonly bytes: number;
+  /** From sending the request to its response headers (round trip and the server's work). */
+  readonly waitMs: number;
+  /** From the headers to the body's last decoded byte (transfer, with inflating overlapped). */
+  readonly bodyMs: number;
+  /** Decoding after the last byte (formats decoded as the body arrives do most of it before). */
+  readonly decodeMs: number;
+}
+
 async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSignal): Promise<Piece> {
+  const sentAt = performance.now();
   const response = ctx.openPage
     ? await ctx.openPage(sub, signal)
     : await ctx.client.openPage(ctx.datasetId, ctx.queryId, {
@@ -67,46 +103,101 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
         timeoutMs: ctx.timeoutMs,
         retry: false,
       });
+  const headersAt = performance.now();
   try {
-    // Formats without a page envelope (CSV, XLSX): the headers give the total, position is what we asked for.
-    const status = ctx.decoder.format.envelope ? undefined : statusFromHeaders(response);
+    // Formats without a page envelope (CSV, XLSX): position is what we asked for, and the total is the
+    // HEAD's unless the response repeats the query headers (checked then). The spec shows none on the data GET.
+    const status = ctx.decoder.format.envelope ? undefined : dataGetStatus(ctx, response);
     const body = pageBody(response, ctx.maxResponseBytes);
-    const { part, envelope } = await ctx.decoder.decode(body, sub);
+    const { part, envelope } = await ctx.decoder.decode(body, sub).catch((err: unknown) => {
+      // V8 cannot make a string that long: a body too large to read as text, not a plain Error.
+      throw isStringTooLong(err)
+        ? new ResponseTooLargeError(response.info, ctx.maxResponseBytes, undefined, { cause: err })
+        : err;
+    });
     const rows = partLength(part);
+    const wireBytes = response.wireBytes(body.bytes);
+    if (pageChannel.hasSubscribers) {
+      pageChannel.publish({
+        start: sub.start,
+        limit: sub.limit,
+        codings: response.codings,
+        wireBytes,
+        bytes: body.bytes,
+        waitMs: headersAt - sentAt,
+        bodyMs: body.readAt - headersAt,
+        decodeMs: performance.now() - body.readAt,
+      } satisfies PageTiming);
+    }
     if (envelope === undefined)
-      return { part, rows, bytes: body.bytes, total: status!.total, start: sub.start };
+      return { part, rows, bytes: body.bytes, wireBytes, total: status!.total, start: sub.start };
     if (rows !== envelope.count)
       throw new ProtocolError(`page says count=${envelope.count} but holds ${rows} rows`, response.info);
-    return { part, rows, bytes: body.bytes, total: envelope.total, start: envelope.start };
+    return { part, rows, bytes: body.bytes, wireBytes, total: envelope.total, start: envelope.start };
   } finally {
     discardBody(response);
     response.done();
   }
 }
 
+function isStringTooLong(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException | null)?.code === 'ERR_STRING_TOO_LONG';
+}
+
+/**
+ * The query headers of a CSV/XLSX data GET, when it has them: a state the spec does not name is a
+ * `QueryFailedError`, a malformed total a `ProtocolError` (via `statusFromHeaders`). Without them the
+ * result is the one the HEAD described.
+ */
+function dataGetStatus(ctx: PageFetchContext, response: HttpResponse): { total: number } {
+  const state = response.headers['x-state'];
+  const total = response.headers['x-total'];
+  if (state === undefined && total === undefined) return { total: ctx.total };
+  if (typeof state === 'string' && state.trim() !== '' && !KNOWN_QUERY_STATES.has(state.trim())) {
+    throw new QueryFailedError({ state: state.trim(), datasetId: ctx.datasetId, queryId: ctx.queryId });
+  }
+  if (state === undefined) {
+    // A total without a state: read it as a complete query's.
+    return statusFromHeaders({ ...response, headers: { ...response.headers, 'x-state': 'complete' } });
+  }
+  return statusFromHeaders(response);
+}
+
 /**
  * The body of a page response, read once, whole or as it arrives (the decoder chooses), never beyond
- * `maxBytes`: a declared size over it fails before any byte is read, a body growing past it as soon as it
- * does. `bytes` is what was read.
+ * `maxBytes` decoded (see `bodyLimit`: a plain body declared over it fails before any byte is read, any
+ * body as soon as its inflated bytes pass it). `bytes` is what was read, decoded; `readAt` when the last
+ * byte was. Reading to the end tells the transport's compression choice how long the page took.
  */
-function pageBody(response: HttpResponse, maxBytes: number): PageBody & { readonly bytes: number } {
+function pageBody(
+  response: HttpResponse,
+  maxBytes: number,
+): PageBody & { readonly bytes: number; readonly readAt: number } {
   let bytes = 0;
+  let readAt = 0;
+  const read = (size: number) => {
+    bytes = size;
+    readAt = performance.now();
+    response.measured(size);
+  };
   return {
     get bytes() {
       return bytes;
     },
+    get readAt() {
+      return readAt;
+    },
     async whole(pool) {
-      const read = pool
+      const got = pool
         ? await readPooled(response, pool, maxBytes)
         : { body: await readBounded(response, maxBytes), pooled: undefined };
-      bytes = read.body.length;
-      return read;
+      read(got.body.length);
+      return got;
     },
     async *chunks() {
-      // The same limit and error as whole bodies.
-      const tooLarge = () => new ResponseTooLargeError(response.info, maxBytes);
-      if (Number(response.headers['content-length']) > maxBytes) throw tooLarge();
+      const count = bodyLimit(response, maxBytes);
       const body = response.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+      let size = 0;
       for (;;) {
         let next: IteratorResult<Buffer>;
         try {
@@ -115,37 +206,59 @@ function pageBody(response: HttpResponse, maxBytes: number): PageBody & { readon
           // A body cut short is a NetworkError (retried), not a DecodeError of the rows before the cut.
           throw translateError(err, response.info, response.signal);
         }
-        if (next.done) return;
-        bytes += next.value.length;
-        if (bytes > maxBytes) throw tooLarge();
+        if (next.done) {
+          read(size);
+          return;
+        }
+        size = count(next.value.length);
+        bytes = size;
         yield next.value;
       }
     },
   };
 }
 
+/** The last decoded body size per pool (one per stream): the first guess of the next page's. */
+const lastBodySize = new WeakMap<BodyPool, number>();
+/** A first guess for an inflated body with nothing else to go on: a typical page inflates ~7x. */
+const INFLATE_GUESS = 8;
+const MAX_GUESS = 64 * 1024 * 1024;
+
 /**
- * Reads a body of declared length into a buffer the decoder hands out and takes back after decoding, so
- * pages do not each leave a body-sized allocation behind (nor a `Buffer.concat` of the chunks). Bodies
- * of unknown length take `readBounded`.
+ * Reads a body into a buffer the decoder hands out and takes back after decoding, so pages do not each
+ * leave a body-sized allocation behind (nor a `Buffer.concat` of the chunks): every chunk, inflated or not,
+ * is copied once, as it comes. A plain body of declared length gets a buffer of that size; an inflated (or
+ * undeclared) one a guess from the last page of this pool, grown by doubling if the guess was short.
  */
 async function readPooled(
   response: HttpResponse,
   pool: BodyPool,
   maxBytes: number,
-): Promise<{ body: Buffer; pooled: Buffer | undefined }> {
+): Promise<{ body: Buffer; pooled: Buffer }> {
+  const count = bodyLimit(response, maxBytes);
   const declared = Number(response.headers['content-length']);
-  if (!Number.isInteger(declared) || declared <= 0 || declared > maxBytes) {
-    return { body: await readBounded(response, maxBytes), pooled: undefined };
-  }
-  const pooled = pool.bodyBuffer(declared);
+  const known = Number.isInteger(declared) && declared > 0;
+  const exact = known && response.codings.length === 0;
+  const guess = Math.min(
+    MAX_GUESS,
+    maxBytes,
+    lastBodySize.get(pool) ?? (known ? declared * INFLATE_GUESS : 1024 * 1024),
+  );
+  let pooled = pool.bodyBuffer(exact ? declared : Math.max(1, guess));
   let size = 0;
   try {
     for await (const chunk of response.body) {
       const bytes = chunk as Buffer;
       // HTTP/1.1 bodies end at their Content-Length; be safe with anything that does not.
-      if (size + bytes.length > declared)
+      if (exact && size + bytes.length > declared)
         throw new ProtocolError('the body is longer than its Content-Length', response.info);
+      count(bytes.length);
+      if (size + bytes.length > pooled.length) {
+        const bigger = pool.bodyBuffer(Math.max(2 * pooled.length, size + bytes.length));
+        pooled.copy(bigger, 0, 0, size);
+        pool.releaseBody(pooled);
+        pooled = bigger;
+      }
       bytes.copy(pooled, size);
       size += bytes.length;
     }
@@ -153,6 +266,7 @@ async function readPooled(
     pool.releaseBody(pooled);
     throw translateError(err, response.info, response.signal);
   }
+  if (!exact) lastBodySize.set(pool, size);
   return { body: pooled.subarray(0, size), pooled };
 }
 
@@ -164,6 +278,7 @@ export async function fetchPage(
   const end = range.start + range.limit; // exclusive
   const parts: PagePart[] = [];
   let bytes = 0;
+  let wireBytes = 0;
   let requests = 0;
   let next = range.start;
   while (next < end) {
@@ -187,6 +302,7 @@ export async function fetchPage(
     }
     requests++;
     bytes += piece.bytes;
+    wireBytes += piece.wireBytes;
     const where = { method: 'GET', url: `start=${sub.start} limit=${sub.limit}` };
     if (piece.start !== sub.start) {
       throw atPage(
@@ -215,5 +331,5 @@ export async function fetchPage(
     parts.push(piece.part);
     next += piece.rows;
   }
-  return { range, parts, rowCount: next - range.start, bytes, requests };
+  return { range, parts, rowCount: next - range.start, bytes, wireBytes, requests };
 }

@@ -9,7 +9,7 @@ import { JUPYTER_DISPLAY, type MimeBundle, resultBundle, resultText } from '../a
 import { invalid } from '../core/validate.js';
 import { type FieldDescriptor, type FormatName, MediaType } from '../core/wire.js';
 import type { CallOptions, EndpointClient } from '../transport/endpoints.js';
-import { type FirstPage, type ResultSource, ResultStream } from './result-stream.js';
+import { type FirstPage, type LocalRows, type ResultSource, ResultStream } from './result-stream.js';
 import type { RequestScheduler } from './scheduler.js';
 import { normalizeStreamOptions, type StreamOptions } from './stream-options.js';
 
@@ -39,6 +39,10 @@ export class QueryResult implements ResultSource {
   /** @internal The client's scheduler shared by `concurrency: 'auto'` streams. */
   readonly scheduler: RequestScheduler | undefined;
   #firstPage: FirstPage | undefined;
+  /** `last_date_updated` of the result's pages, when the query offers table JSON. */
+  readonly lastDateUpdated: string | undefined;
+  /** @internal Set when the client has a result cache. */
+  readonly local: LocalRows | undefined;
 
   /** @internal Use `client.query()`. */
   constructor(init: ResultSource & { readonly firstPage?: FirstPage | undefined }) {
@@ -52,6 +56,8 @@ export class QueryResult implements ResultSource {
     this.maxResponseBytes = init.maxResponseBytes;
     this.scheduler = init.scheduler;
     this.#firstPage = init.firstPage;
+    this.lastDateUpdated = init.lastDateUpdated;
+    this.local = init.local;
   }
 
   /**

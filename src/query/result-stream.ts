@@ -56,6 +56,10 @@ export interface ResultSource {
   readonly scheduler?: RequestScheduler | undefined;
   /** The page read with the query, handed to the first stream that can use it (once). */
   readonly takeFirstPage?: (() => FirstPage | undefined) | undefined;
+  /** `last_date_updated` of the result's pages, when known (the result cache compares it). */
+  readonly lastDateUpdated?: string | undefined;
+  /** Rows from somewhere else than the page engine (the result cache): see `LocalRows`. */
+  readonly local?: LocalRows | undefined;
 }
 
 /** A table-JSON page already read (its descriptors described the query): rows `range`, body bytes. */
@@ -77,6 +81,39 @@ function congestionOf(error: unknown): Congestion | undefined {
   return undefined;
 }
 
+/** A stream's progress mark for rows a `LocalRows` produced: `end` is the row after them. */
+export interface LocalMark {
+  readonly end: number;
+  readonly pages: number;
+  readonly bytes: number;
+  readonly source: 'service' | 'cache';
+}
+
+/** Output chunks, and the progress marks they complete. */
+export interface LocalStep {
+  readonly chunks: readonly Chunk[];
+  readonly marks?: readonly LocalMark[] | undefined;
+}
+
+export interface LocalReadContext {
+  readonly options: NormalizedStreamOptions;
+  readonly plan: readonly ColumnPlan[];
+  /** The schema the stream announced: every Arrow chunk must carry it. */
+  readonly schema: Schema;
+  readonly signal: AbortSignal;
+  readonly retry: (event: RetryEvent) => void;
+}
+
+/**
+ * The one extension point of the stream engine: a source that makes its own chunks (the result cache
+ * serves an entry, or fills one while reading the service). The stream still owns everything the
+ * consumer sees around them: `'schema'`, `'truncated'`, `'progress'`, checkpoints, backpressure, abort.
+ */
+export interface LocalRows {
+  /** This stream's chunks, or `undefined` to read the service through the page engine as usual. */
+  open(context: LocalReadContext): AsyncIterable<LocalStep> | undefined;
+}
+
 /** Where a download stands; pass `nextRow` as `startRow` to resume without re-reading rows. */
 export type Checkpoint = ResumePoint;
 
@@ -90,6 +127,8 @@ export interface ProgressEvent {
   /** Response body bytes of those pages. */
   readonly bytes: number;
   readonly checkpoint: Checkpoint;
+  /** Where these rows came from: the service, or the local result cache. */
+  readonly source: 'service' | 'cache';
 }
 
 export interface ResultStreamEvents {
@@ -120,7 +159,12 @@ export class ResultStream extends Readable {
   /** Rows handed to the consumer (`'data'` emitted): chunks still in Node's buffer do not count. */
   #delivered = 0;
   /** Pages converted but not yet wholly read by the consumer, with their progress figures. */
-  #marks: { readonly end: number; readonly pages: number; readonly bytes: number }[] = [];
+  #marks: {
+    readonly end: number;
+    readonly pages: number;
+    readonly bytes: number;
+    readonly source?: 'service' | 'cache';
+  }[] = [];
   #toEmit = 0;
   #window: OrderedWindow<PageData> | undefined;
   #scheduler: RequestScheduler | undefined;
@@ -194,6 +238,7 @@ export class ResultStream extends Readable {
         pages: mark.pages,
         bytes: mark.bytes,
         checkpoint: this.#checkpointAt(mark.end)!,
+        source: mark.source ?? 'service',
       } satisfies ProgressEvent);
     }
   }
@@ -267,6 +312,21 @@ export class ResultStream extends Readable {
     if (source.truncated) {
       if (opts.onTruncated === 'error') throw new TruncatedError(source.total);
       this.emit('truncated', { total: source.total });
+    }
+    const local = source.local?.open({
+      options: opts,
+      plan,
+      schema,
+      signal,
+      retry: (event) => this.emit('retry', event),
+    });
+    if (local) {
+      this.#toEmit = Math.max(0, source.total - opts.startRow + 1);
+      for await (const step of local) {
+        if (step.marks) this.#marks.push(...step.marks);
+        if (step.chunks.length) yield step.chunks as Chunk[];
+      }
+      return;
     }
     const { format, mediaType } = chooseFormat(opts.format, source.formats);
     const pages = new PagePlan(opts.startRow, source.total, opts.pageSize);

@@ -215,6 +215,7 @@ export class EndpointClient extends EventEmitter {
       accept: options.mediaType ?? MediaType.table,
       signal: options.signal,
       timeoutMs: options.timeoutMs,
+      bulk: true,
       ...(options.retry === false ? { retry: false } : {}),
     });
   }

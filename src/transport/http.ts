@@ -2,6 +2,8 @@
  * One HTTP exchange with the service: URL building, headers, credentials, timeouts, abort, and turning
  * statuses and socket failures into typed errors. Everything above speaks in paths and typed results.
  */
+import { constants as bufferConstants } from 'node:buffer';
+import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher, request } from 'undici';
 import {
   AbortError,
@@ -20,7 +22,10 @@ import {
   ServerError,
   TimeoutError,
 } from '../core/errors.js';
+import { registerSecret } from '../core/redact.js';
 import { VERSION } from '../core/version.js';
+import { CompressionChoice } from './compression-choice.js';
+import { decodeBody, parseContentEncoding } from './content-encoding.js';
 import type { NormalizedClientOptions } from './options.js';
 import { type RetryEvent, withRetry } from './retry.js';
 import { parseRetryAfter } from './retry-after.js';
@@ -36,13 +41,29 @@ export interface HttpRequest {
   readonly timeoutMs?: number | undefined;
   /** `false` when the caller retries a larger unit itself (a page read including its body). */
   readonly retry?: boolean;
+  /**
+   * A result body, possibly large: with `compression: 'auto'`, whether to ask for compression is the
+   * measured choice (see CompressionChoice), and the reader reports the page's timing through `measured()`.
+   */
+  readonly bulk?: boolean;
 }
 
+const { MAX_STRING_LENGTH } = bufferConstants;
 /** A response whose headers arrived with an acceptable status; the body is still to be read. */
 export interface HttpResponse {
   readonly status: number;
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
-  readonly body: Dispatcher.ResponseData['body'];
+  /** The body as the server encoded it before any `Content-Encoding`: already inflated. */
+  readonly body: Readable;
+  /** The codings undone to get `body` (`[]` when the body came as is). */
+  readonly codings: readonly string[];
+  /**
+   * Bytes read off the socket so far, for a body read to `decoded` bytes: the compressed ones when
+   * `codings` is not empty, else `decoded` itself (plain bodies are not counted twice).
+   */
+  readonly wireBytes: (decoded: number) => number;
+  /** For a `bulk` request: tells the compression choice that the body (`bytes` decoded) was read to its end. */
+  readonly measured: (bytes: number) => void;
   readonly info: RequestInfo;
   /** Ends the request's timeout/abort wiring; call once the body is consumed or dropped. */
   readonly done: () => void;
@@ -62,12 +83,15 @@ export class HttpTransport {
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
   #token: string | undefined;
+  /** Only in `compression: 'auto'`: the per-connection measurement behind each result page's request. */
+  readonly #choice: CompressionChoice | undefined;
 
   readonly #onRetry: (event: RetryEvent) => void;
 
   constructor(options: NormalizedClientOptions, onRetry: (event: RetryEvent) => void = () => {}) {
     this.#options = options;
     this.#onRetry = onRetry;
+    this.#choice = options.compression.mode === 'auto' ? new CompressionChoice() : undefined;
     this.#ownsDispatcher = options.dispatcher === undefined;
     this.#dispatcher =
       options.dispatcher ??
@@ -110,6 +134,7 @@ export class HttpTransport {
             `it returned ${typeof token === 'string' ? 'a string that is not printable ASCII' : typeof token}`,
           );
         }
+        registerSecret(token);
         this.#token = token;
       }
       return this.#token;
@@ -188,8 +213,15 @@ export class HttpTransport {
       timeoutMs,
     );
 
+    const compression = this.#options.compression;
+    // A page asks compressed or plain by measurement in 'auto'; JSON answers are small and always ask.
+    const compress =
+      compression.mode === 'never' ? false : req.bulk && this.#choice ? this.#choice.next() : true;
+    const acceptEncoding =
+      this.#options.headers['accept-encoding'] ?? (compress ? compression.acceptEncoding : 'identity');
     const headers: Record<string, string> = {
       ...this.#options.headers,
+      'accept-encoding': acceptEncoding,
       accept: req.accept,
       'x-api-version': this.#options.apiVersion,
       'user-agent': USER_AGENT,
@@ -201,35 +233,70 @@ export class HttpTransport {
       done();
       throw new DqsError('DQS_AUTH', 'The `token` provider failed', { cause });
     }
-    let body: string | null = null;
+    let payload: string | null = null;
     if (req.json !== undefined) {
-      body = JSON.stringify(req.json);
+      payload = JSON.stringify(req.json);
       headers['content-type'] = 'application/json';
     }
+    const sentAt = performance.now();
+    let res: Dispatcher.ResponseData;
     try {
-      const res = await request(url, {
+      res = await request(url, {
         method: req.method,
         headers,
-        body,
+        body: payload,
         signal: controller.signal,
         dispatcher: this.#dispatcher,
         // Per request, so a call's own timeoutMs (and a caller's dispatcher) get them too.
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });
-      return {
-        status: res.statusCode,
-        headers: res.headers,
-        body: res.body,
-        info,
-        done,
-        streaming: () => clearTimeout(timer),
-        signal: controller.signal,
-      };
     } catch (err) {
       done();
       throw translateError(err, info, controller.signal);
     }
+    // Asked or not, a body with a Content-Encoding is inflated; one we cannot decode fails here, unread.
+    let codings: string[] = [];
+    const encoded = req.method !== 'HEAD' && res.statusCode !== 204 && res.statusCode !== 304;
+    const rawEncoding = res.headers['content-encoding'];
+    try {
+      if (encoded) codings = parseContentEncoding(rawEncoding, info, acceptEncoding);
+    } catch (err) {
+      res.body.on('error', () => {});
+      res.body.destroy();
+      done();
+      throw err;
+    }
+    let body: Readable = res.body;
+    let wireBytes = (decoded: number) => decoded;
+    if (codings.length > 0) {
+      const signal = controller.signal;
+      const decoded = decodeBody(res.body, codings, String(rawEncoding), info, (err) =>
+        translateError(err, info, signal),
+      );
+      body = decoded.body;
+      wireBytes = decoded.wireBytes;
+    }
+    const choice = req.bulk ? this.#choice : undefined;
+    return {
+      status: res.statusCode,
+      headers: res.headers,
+      body,
+      codings,
+      wireBytes,
+      measured: choice
+        ? (bytes) => choice.record(acceptEncoding !== 'identity', bytes, performance.now() - sentAt)
+        : () => {},
+      info,
+      done,
+      streaming: () => clearTimeout(timer),
+      signal: controller.signal,
+    };
+  }
+
+  /** What `compression: 'auto'` measured on this client's connection so far, in ms per decoded MB. */
+  get compressionMeasured(): { readonly compressed?: number; readonly plain?: number } | undefined {
+    return this.#choice?.measured;
   }
 
   /** Sends and reads the whole body as text (bounded by `maxResponseBytes`). */
@@ -239,7 +306,7 @@ export class HttpTransport {
       const response = await this.#sendChecked(req);
       try {
         const buf = await readBounded(response, this.#options.maxResponseBytes);
-        return { response, text: buf.toString('utf8') };
+        return { response, text: bodyText(buf, response.info) };
       } finally {
         response.done();
       }
@@ -261,22 +328,61 @@ export function discardBody(response: HttpResponse): void {
   response.body.destroy();
 }
 
-/** Reads a body into one Buffer, failing fast past `maxBytes` instead of growing without bound. */
-export async function readBounded(response: HttpResponse, maxBytes: number): Promise<Buffer> {
-  const declared = Number(response.headers['content-length']);
-  if (Number.isFinite(declared) && declared > maxBytes) {
-    discardBody(response);
-    throw new ResponseTooLargeError(response.info, maxBytes);
+/**
+ * A body as UTF-8 text. V8 cannot make a string past `MAX_STRING_LENGTH` characters and throws a plain
+ * `Error` (`ERR_STRING_TOO_LONG`); that is a body too large to read as text, a `ResponseTooLargeError`.
+ */
+export function bodyText(body: Buffer, info: RequestInfo): string {
+  try {
+    return body.toString('utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_STRING_TOO_LONG') throw err;
+    throw new ResponseTooLargeError(info, MAX_STRING_LENGTH, undefined, { cause: err });
   }
+}
+
+/** Inflated bytes past which a body may inflate at most this many times its wire size. */
+const BOMB_FLOOR = 32 * 1024 * 1024;
+/** Real result pages inflate 7-15x (gzip, brotli); 200x past 32 MiB is a compression bomb, not data. */
+const BOMB_RATIO = 200;
+
+/**
+ * Counts a body's decoded bytes as they are read: throws a ResponseTooLargeError the moment they pass
+ * `maxBytes`, or once a compressed body inflates more than 200-fold past 32 MiB (a gzip bomb would
+ * otherwise fill memory up to `maxBytes` before failing). A body declared larger than `maxBytes` (without
+ * compression, where the declared length is the decoded one) fails before any byte is read.
+ */
+export function bodyLimit(response: HttpResponse, maxBytes: number): (chunkBytes: number) => number {
+  const tooLarge = () => {
+    discardBody(response);
+    return new ResponseTooLargeError(response.info, maxBytes);
+  };
+  if (response.codings.length === 0 && Number(response.headers['content-length']) > maxBytes)
+    throw tooLarge();
+  let size = 0;
+  return (chunkBytes) => {
+    size += chunkBytes;
+    if (size > maxBytes) throw tooLarge();
+    if (size > BOMB_FLOOR && response.codings.length > 0 && size > BOMB_RATIO * response.wireBytes(size)) {
+      discardBody(response);
+      throw new ResponseTooLargeError(
+        response.info,
+        maxBytes,
+        `its ${response.codings.join(', ')} body inflates more than ${BOMB_RATIO}-fold (${size} bytes from ${response.wireBytes(size)}): refused as a compression bomb`,
+      );
+    }
+    return size;
+  };
+}
+
+/** Reads a body into one Buffer, failing fast past `maxBytes` (decoded) instead of growing without bound. */
+export async function readBounded(response: HttpResponse, maxBytes: number): Promise<Buffer> {
+  const count = bodyLimit(response, maxBytes);
   const chunks: Buffer[] = [];
   let size = 0;
   try {
     for await (const chunk of response.body) {
-      size += (chunk as Buffer).length;
-      if (size > maxBytes) {
-        discardBody(response);
-        throw new ResponseTooLargeError(response.info, maxBytes);
-      }
+      size = count((chunk as Buffer).length);
       chunks.push(chunk as Buffer);
     }
   } catch (err) {
@@ -287,7 +393,10 @@ export async function readBounded(response: HttpResponse, maxBytes: number): Pro
 
 async function drain(res: HttpResponse): Promise<void> {
   try {
-    await res.body.dump();
+    // undici's own body can be dumped (keeping the connection); an inflating one is just dropped.
+    const dump = (res.body as Partial<Dispatcher.ResponseData['body']>).dump;
+    if (typeof dump === 'function') await dump.call(res.body);
+    else discardBody(res);
   } catch {
     // a body we are discarding may fail; nothing depends on it
   } finally {

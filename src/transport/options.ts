@@ -1,7 +1,10 @@
+import { constants as bufferConstants } from 'node:buffer';
 import type { Dispatcher } from 'undici';
-import { InvalidArgumentError } from '../core/errors.js';
+import { InvalidArgumentError, safeRepr } from '../core/errors.js';
+import { registerSecret } from '../core/redact.js';
 import { checkInteger, invalid, optionalInteger } from '../core/validate.js';
 import { API_VERSION } from '../core/wire.js';
+import { type ContentCoding, isSupportedCoding, SUPPORTED_CODINGS } from './content-encoding.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limiter.js';
 import { type NormalizedRetryOptions, normalizeRetryOptions, type RetryOptions } from './retry.js';
 
@@ -31,8 +34,10 @@ export interface ClientOptions {
    */
   readonly timeoutMs?: number;
   /**
-   * Largest response body accepted, in bytes. A hostile or broken server cannot run us out of memory.
-   * @default 512 MiB
+   * Largest response body accepted, in bytes, checked on `Content-Length` before reading and while
+   * reading. A hostile or broken server cannot run us out of memory. At most V8's longest string
+   * (`buffer.constants.MAX_STRING_LENGTH`, 2^29 - 24 on 64-bit), since a body may be read as text.
+   * @default 256 MiB (a page of 10,000 rows is a few MB: this is a fence, not a budget)
    */
   readonly maxResponseBytes?: number;
   /**
@@ -56,6 +61,22 @@ export interface ClientOptions {
   readonly retry?: RetryOptions | false;
   /** Client-side quota shared by all requests, e.g. `{ requests: 20, intervalMs: 60_000 }`. @default off */
   readonly rateLimit?: RateLimitOptions;
+  /**
+   * Compressed transfer (`Accept-Encoding`). `'auto'`: JSON answers always ask for it; result pages try
+   * both on the connection and keep what is faster there (compressed on a slow link, plain where the
+   * server's compressing costs more than the bytes it saves). `true`: always ask, `false`: never ask. A
+   * list (`['br', 'gzip']`) always asks for those codings only, in that order. Whatever is asked, a
+   * compressed body is inflated, and `maxResponseBytes` counts inflated bytes.
+   * Codings: `gzip`, `deflate`, `br`, and `zstd` where Node's zlib has it (22.15+).
+   * @default 'auto'
+   */
+  readonly compression?: boolean | 'auto' | readonly ContentCoding[];
+}
+
+/** Asking for compression: whether and how (the `Accept-Encoding` value). */
+export interface NormalizedCompression {
+  readonly mode: 'auto' | 'always' | 'never';
+  readonly acceptEncoding: string;
 }
 
 export interface NormalizedClientOptions {
@@ -70,11 +91,39 @@ export interface NormalizedClientOptions {
   readonly dispatcher: Dispatcher | undefined;
   readonly retry: NormalizedRetryOptions;
   readonly rateLimiter: RateLimiter | undefined;
+  readonly compression: NormalizedCompression;
+}
+
+function normalizeCompression(value: unknown): NormalizedCompression {
+  const all = SUPPORTED_CODINGS.join(', ');
+  if (value === undefined || value === 'auto') return { mode: 'auto', acceptEncoding: all };
+  if (value === true) return { mode: 'always', acceptEncoding: all };
+  if (value === false) return { mode: 'never', acceptEncoding: 'identity' };
+  if (Array.isArray(value) && value.length > 0 && value.every(isSupportedCoding)) {
+    return { mode: 'always', acceptEncoding: [...new Set(value)].join(', ') };
+  }
+  throw new InvalidArgumentError(
+    'compression',
+    `Expected true, false, 'auto' or a non-empty list of ${SUPPORTED_CODINGS.map((c) => `'${c}'`).join(', ')}, got ${safeRepr(value)} (${Array.isArray(value) ? 'array' : typeof value})`,
+  );
 }
 
 const LOOPBACK = new Set(['localhost', '[::1]']);
 /** WHATWG URL normalises IPv4 hosts (`127.1` → `127.0.0.1`), so a literal test is enough here. */
+const { MAX_STRING_LENGTH } = bufferConstants;
+
 const IPV4_LOOPBACK = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
+
+/**
+ * The default body limit: half of V8's longest string, so a body read as text never reaches it (UTF-8
+ * text is at most as many characters as bytes) and a body at the limit, with its text, stays within
+ * twice its size in memory.
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
+
+function maxResponseBytes(value: unknown): number {
+  return optionalInteger(value, 'maxResponseBytes', 1, DEFAULT_MAX_RESPONSE_BYTES, MAX_STRING_LENGTH);
+}
 
 export function normalizeClientOptions(options: ClientOptions = {}): NormalizedClientOptions {
   const rawBase = options.baseUrl ?? process.env.DQS_BASE_URL;
@@ -143,18 +192,21 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     }
     headers[k.toLowerCase()] = String(v);
   }
+  // From now on every error the library makes masks this key, should a server echo it back.
+  if (typeof apiKey === 'string') registerSecret(apiKey);
   return {
     baseUrl,
     token: options.token,
     apiKey: apiKey === '' ? undefined : apiKey,
     apiVersion,
     timeoutMs: optionalInteger(options.timeoutMs, 'timeoutMs', 1, 60_000),
-    maxResponseBytes: optionalInteger(options.maxResponseBytes, 'maxResponseBytes', 1, 512 * 1024 * 1024),
+    maxResponseBytes: maxResponseBytes(options.maxResponseBytes),
     connections:
       options.connections === undefined ? undefined : checkInteger(options.connections, 'connections', 1),
     headers,
     dispatcher: options.dispatcher,
     retry: normalizeRetryOptions(options.retry),
     rateLimiter: options.rateLimit ? new RateLimiter(options.rateLimit) : undefined,
+    compression: normalizeCompression(options.compression),
   };
 }

@@ -1,5 +1,6 @@
 /** Every command, in the order `dqs --help` lists them. */
 import type { Command } from '../command.js';
+import { cacheCommand } from './cache.js';
 import { datasetCommand } from './dataset.js';
 import { datasetsCommand } from './datasets.js';
 import { exportCommand } from './export.js';
@@ -16,4 +17,5 @@ export const COMMANDS: readonly Command[] = [
   tickersCommand,
   statusCommand,
   serveCommand,
+  cacheCommand,
 ];

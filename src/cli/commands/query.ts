@@ -5,13 +5,15 @@ import { SafeFile } from '../../core/safe-file.js';
 import type { StreamOptions } from '../../query/stream-options.js';
 import { choice, decoderFromEnv, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
-import { LocalError, systemReason, UsageError } from '../errors.js';
+import { CACHE_OPTIONS } from '../connection.js';
+import { asLocalFault, LocalError, systemReason, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { FILE_FORMATS, fileFormatOf, LABELS, writerFor } from '../file-formats.js';
 import { printJson } from '../print.js';
 import { createProgress } from '../progress.js';
 import { bytes, count, duration } from '../text.js';
 import { readTickers } from '../tickers.js';
+import { cacheNote } from './cache.js';
 
 const WIRE_FORMATS = ['auto', 'json', 'csv', 'xlsx'] as const;
 
@@ -56,6 +58,7 @@ export const queryCommand: Command = {
       arg: 'N',
       help: 'Rows per Arrow record batch written (default: the page size).',
     },
+    ...CACHE_OPTIONS,
     json: {
       ...JSON_OPTION.json!,
       help: 'Print a JSON summary on stdout (query id, rows, file, bytes); not with --out -.',
@@ -97,6 +100,7 @@ export const queryCommand: Command = {
     const target = out === '-' ? undefined : await createTarget(out);
     try {
       const { client } = await ctx.connect();
+      const fromCache = cacheNote(client, ctx.debug);
       const [stages, progress] = await Promise.all([
         writerFor(format),
         createProgress(ctx.io.stderr, !ctx.quiet),
@@ -127,6 +131,8 @@ export const queryCommand: Command = {
         await pipeline([stream, rowCounter, ...stages, counter, target?.stream ?? ctx.io.stdout], {
           signal: ctx.signal,
         });
+      } catch (err) {
+        throw asLocalFault(err, target ? out : 'stdout');
       } finally {
         progress.stop();
       }
@@ -153,7 +159,7 @@ export const queryCommand: Command = {
         ? `TRUNCATED at the service's row cap (${count(source?.total ?? rows)} rows): narrow the query, e.g. fewer tickers, to get every row`
         : 'complete';
       ctx.info(
-        `wrote ${count(rows)} rows to ${where} (${LABELS[format]}, ${bytes(size)}) in ${duration(ms)}; ${state}`,
+        `wrote ${count(rows)} rows to ${where} (${LABELS[format]}, ${bytes(size)}) in ${duration(ms)}; ${state}${fromCache()}`,
       );
       return ExitCode.ok;
     } catch (err) {
@@ -167,7 +173,7 @@ async function createTarget(out: string): Promise<SafeFile> {
   try {
     return await SafeFile.create(out);
   } catch (err) {
-    throw new LocalError(`cannot write ${out}: ${systemReason(err)}`, { cause: err });
+    throw new LocalError(`cannot create ${out}: ${systemReason(err)}`, { cause: err });
   }
 }
 

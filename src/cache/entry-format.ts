@@ -1,0 +1,147 @@
+/**
+ * The bytes of one cache entry:
+ *
+ *   "DQSCACHE" | format version (u32 LE) | header length (u32 LE) | header (JSON) | Arrow IPC stream | sha256
+ *
+ * The header says what the entry is (query, total, truncation, last_date_updated, descriptors, how its
+ * values were typed, when it was fetched); the IPC stream holds the library's own batches, schema and
+ * field metadata included; the last 32 bytes are the SHA-256 of everything before them. An entry is served
+ * only after the whole file has been hashed, so a truncated or altered entry is never read as a result;
+ * an entry of another format version is never parsed beyond its first 12 bytes.
+ */
+import { createHash } from 'node:crypto';
+import { open } from 'node:fs/promises';
+import type { ColumnKind } from '../convert/index.js';
+import type { FieldDescriptor } from '../core/wire.js';
+
+export const FORMAT_VERSION = 1;
+const MAGIC = Buffer.from('DQSCACHE', 'latin1');
+const PREFIX_BYTES = MAGIC.length + 8;
+export const CHECKSUM_BYTES = 32;
+/** Descriptors of a few thousand columns fit many times over; anything larger is not ours. */
+const MAX_HEADER_BYTES = 16 * 1024 * 1024;
+
+export interface EntryHeader {
+  /** The entry key (its file name). */
+  readonly key: string;
+  readonly baseUrl: string;
+  readonly datasetId: string;
+  /** The canonical query body. */
+  readonly body: string;
+  readonly queryId: string;
+  readonly total: number;
+  readonly truncated: boolean;
+  /** `last_date_updated` of the result's pages when it was fetched. */
+  readonly lastDateUpdated: string;
+  readonly formats: readonly string[];
+  readonly fields: readonly FieldDescriptor[];
+  /** The stream options that shaped the values: a stream asking for others reads the service. */
+  readonly types: Readonly<Record<string, ColumnKind>> | null;
+  readonly onInvalid: 'error' | 'null';
+  /** When the rows were fetched, ms since the epoch. */
+  readonly fetchedAt: number;
+}
+
+/** Why an entry cannot be used; never shown to users as an error (the result is fetched instead). */
+export class EntryProblem extends Error {
+  constructor(
+    readonly reason: 'missing' | 'version' | 'corrupt',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The bytes before the IPC stream. */
+export function encodePrefix(header: EntryHeader): Buffer {
+  const json = Buffer.from(JSON.stringify(header), 'utf8');
+  const prefix = Buffer.alloc(PREFIX_BYTES);
+  MAGIC.copy(prefix, 0);
+  prefix.writeUInt32LE(FORMAT_VERSION, MAGIC.length);
+  prefix.writeUInt32LE(json.length, MAGIC.length + 4);
+  return Buffer.concat([prefix, json]);
+}
+
+/** Checks magic and version; returns the header's length. */
+function checkPrefix(prefix: Buffer, size: number): number {
+  if (prefix.length < PREFIX_BYTES || !prefix.subarray(0, MAGIC.length).equals(MAGIC)) {
+    throw new EntryProblem('corrupt', 'not a dqs-client cache entry');
+  }
+  const version = prefix.readUInt32LE(MAGIC.length);
+  if (version !== FORMAT_VERSION) {
+    throw new EntryProblem('version', `entry format ${version}, this library reads ${FORMAT_VERSION}`);
+  }
+  const length = prefix.readUInt32LE(MAGIC.length + 4);
+  if (length > MAX_HEADER_BYTES || PREFIX_BYTES + length + CHECKSUM_BYTES > size) {
+    throw new EntryProblem('corrupt', `header length ${length} does not fit the entry's ${size} bytes`);
+  }
+  return length;
+}
+
+const isString = (v: unknown): v is string => typeof v === 'string';
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+function parseHeader(json: Buffer): EntryHeader {
+  let h: Partial<Record<keyof EntryHeader, unknown>>;
+  try {
+    h = JSON.parse(json.toString('utf8'));
+  } catch {
+    throw new EntryProblem('corrupt', 'header is not JSON');
+  }
+  const ok =
+    h !== null &&
+    typeof h === 'object' &&
+    isString(h.key) &&
+    isString(h.baseUrl) &&
+    isString(h.datasetId) &&
+    isString(h.body) &&
+    isString(h.queryId) &&
+    isCount(h.total) &&
+    typeof h.truncated === 'boolean' &&
+    isString(h.lastDateUpdated) &&
+    Array.isArray(h.formats) &&
+    h.formats.every(isString) &&
+    Array.isArray(h.fields) &&
+    h.fields.every((f) => f !== null && typeof f === 'object' && isString((f as FieldDescriptor).id)) &&
+    (h.types === null || (typeof h.types === 'object' && !Array.isArray(h.types))) &&
+    (h.onInvalid === 'error' || h.onInvalid === 'null') &&
+    isCount(h.fetchedAt);
+  if (!ok) throw new EntryProblem('corrupt', 'header lacks a member or has one of the wrong type');
+  return h as EntryHeader;
+}
+
+/** The header alone (for lookups and `dqs cache list`): no checksum, which needs the whole file. */
+export async function readHeader(
+  path: string,
+): Promise<{ header: EntryHeader; size: number; mtimeMs: number }> {
+  let handle: Awaited<ReturnType<typeof open>>;
+  try {
+    handle = await open(path, 'r');
+  } catch (err) {
+    throw new EntryProblem('missing', `cannot open ${path}: ${(err as NodeJS.ErrnoException).code}`);
+  }
+  try {
+    const { size, mtimeMs } = await handle.stat();
+    const prefix = Buffer.alloc(PREFIX_BYTES);
+    const { bytesRead } = await handle.read(prefix, 0, PREFIX_BYTES, 0);
+    const length = checkPrefix(prefix.subarray(0, bytesRead), size);
+    const json = Buffer.alloc(length);
+    const read = await handle.read(json, 0, length, PREFIX_BYTES);
+    if (read.bytesRead !== length) throw new EntryProblem('corrupt', 'header cut short');
+    return { header: parseHeader(json), size, mtimeMs };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Verifies a whole entry's bytes (magic, version, checksum, header) and returns its parts. */
+export function verifyEntry(bytes: Buffer): { header: EntryHeader; ipc: Uint8Array } {
+  const length = checkPrefix(bytes.subarray(0, PREFIX_BYTES), bytes.length);
+  const end = bytes.length - CHECKSUM_BYTES;
+  const digest = createHash('sha256').update(bytes.subarray(0, end)).digest();
+  if (!digest.equals(bytes.subarray(end))) {
+    throw new EntryProblem('corrupt', 'checksum mismatch (a cut or altered entry)');
+  }
+  const header = parseHeader(bytes.subarray(PREFIX_BYTES, PREFIX_BYTES + length));
+  return { header, ipc: bytes.subarray(PREFIX_BYTES + length, end) };
+}

@@ -1,0 +1,244 @@
+/**
+ * The entries on disk: `<dir>/entries/<key>.dqsc`, one file per result. The directory is the index: a
+ * file's name is its key, its size is what it costs, and its modification time is when it was last used
+ * (set when written, touched on every hit), which is what least-recently-used eviction sorts by. No
+ * index file means nothing to lock and nothing to get out of step with the entries when a process dies.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import { readdir, readFile, rm, stat, unlink, utimes } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type RecordBatch, RecordBatchReader } from 'apache-arrow';
+import { removeStaleTemps, SafeFile } from '../core/safe-file.js';
+import { ipcEncoder } from '../output/ipc-transform.js';
+import { type EntryHeader, EntryProblem, encodePrefix, readHeader, verifyEntry } from './entry-format.js';
+import { ensureCacheDir } from './key.js';
+
+const ENTRY_SUFFIX = '.dqsc';
+const ENTRY_NAME = /^[0-9a-f]{64}\.dqsc$/;
+export function entriesDir(dir: string): string {
+  return join(dir, 'entries');
+}
+
+export function entryPath(dir: string, key: string): string {
+  return join(entriesDir(dir), `${key}${ENTRY_SUFFIX}`);
+}
+
+export interface LoadedEntry {
+  readonly header: EntryHeader;
+  readonly batches: readonly RecordBatch[];
+  readonly bytes: number;
+}
+
+/**
+ * Reads and verifies a whole entry before anything of it is used: the batches are views into the one
+ * buffer read (no copy), and exist only if the checksum, the IPC stream and the row count all agree.
+ */
+export async function loadEntry(path: string): Promise<LoadedEntry> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(path);
+  } catch (err) {
+    throw new EntryProblem('missing', `cannot read ${path}: ${(err as NodeJS.ErrnoException).code}`);
+  }
+  const { header, ipc } = verifyEntry(bytes);
+  let batches: RecordBatch[];
+  try {
+    batches = [...RecordBatchReader.from(ipc)];
+  } catch (err) {
+    throw new EntryProblem('corrupt', `unreadable Arrow IPC: ${(err as Error).message}`);
+  }
+  const rows = batches.reduce((n, b) => n + b.numRows, 0);
+  if (rows !== header.total) {
+    throw new EntryProblem('corrupt', `holds ${rows} rows, its header says ${header.total}`);
+  }
+  return { header, batches, bytes: bytes.length };
+}
+
+/** Marks an entry as just used, for LRU; a vanished entry is not an error. */
+export async function touchEntry(path: string): Promise<void> {
+  const now = new Date();
+  await utimes(path, now, now).catch(() => {});
+}
+
+export async function removeEntry(path: string): Promise<void> {
+  await unlink(path).catch(() => {});
+}
+
+/**
+ * An entry being written: the prefix first, then each batch's IPC bytes as they come, hashed on the way;
+ * `commit()` adds the end-of-stream marker and the checksum and renames the file into place. Until then
+ * the entry's name holds the previous entry, or nothing.
+ */
+export class EntryWriter {
+  readonly #file: SafeFile;
+  readonly #hash: Hash = createHash('sha256');
+  readonly #encoder = ipcEncoder('stream');
+  #bytes = 0;
+
+  private constructor(file: SafeFile) {
+    this.#file = file;
+  }
+
+  static async create(dir: string, header: EntryHeader): Promise<EntryWriter> {
+    await ensureCacheDir(entriesDir(dir));
+    // Owner-only, like the directory: results may be confidential.
+    const writer = new EntryWriter(await SafeFile.create(entryPath(dir, header.key), { mode: 0o600 }));
+    try {
+      await writer.#write([encodePrefix(header)]);
+    } catch (err) {
+      await writer.discard();
+      throw err;
+    }
+    return writer;
+  }
+
+  /** Bytes written so far. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  async #write(chunks: readonly Uint8Array[]): Promise<void> {
+    for (const chunk of chunks) {
+      this.#hash.update(chunk);
+      this.#bytes += chunk.byteLength;
+    }
+    // Small pieces (IPC message headers, validity bitmaps) are joined: one write each would cost a
+    // thread-pool round trip per few bytes.
+    let small: Uint8Array[] = [];
+    for (const chunk of chunks) {
+      if (chunk.byteLength < 64 * 1024) {
+        small.push(chunk);
+        continue;
+      }
+      if (small.length) await this.#file.write(Buffer.concat(small));
+      small = [];
+      await this.#file.write(chunk);
+    }
+    if (small.length) await this.#file.write(Buffer.concat(small));
+  }
+
+  write(batch: RecordBatch): Promise<void> {
+    return this.#write(this.#encoder.write(batch));
+  }
+
+  async commit(): Promise<void> {
+    await this.#write(this.#encoder.close());
+    const digest = this.#hash.digest();
+    await this.#file.write(digest);
+    this.#bytes += digest.length;
+    await this.#file.commit();
+  }
+
+  /** Removes the unfinished entry; never throws. */
+  discard(): Promise<void> {
+    return this.#file.abort();
+  }
+}
+
+export interface ListedFile {
+  readonly path: string;
+  readonly name: string;
+  readonly size: number;
+  readonly mtimeMs: number;
+  /** A complete entry's name, or anything else (a writer's temporary file). */
+  readonly kind: 'entry' | 'temp';
+}
+
+/** The files of the entries directory, least recently used first. */
+export async function listFiles(dir: string): Promise<ListedFile[]> {
+  let names: string[];
+  try {
+    names = await readdir(entriesDir(dir));
+  } catch {
+    return [];
+  }
+  const files: ListedFile[] = [];
+  for (const name of names) {
+    const path = join(entriesDir(dir), name);
+    const info = await stat(path).catch(() => undefined);
+    if (!info?.isFile()) continue;
+    const kind = ENTRY_NAME.test(name) ? 'entry' : 'temp';
+    files.push({ path, name, size: info.size, mtimeMs: info.mtimeMs, kind });
+  }
+  return files.sort((a, b) => a.mtimeMs - b.mtimeMs);
+}
+
+/**
+ * Removes least recently used entries until they take at most `maxBytes`. Another process evicting at
+ * the same time may remove one more entry than needed: a later miss, never a wrong result.
+ */
+export async function evict(dir: string, maxBytes: number): Promise<{ removed: number; bytes: number }> {
+  const entries = (await listFiles(dir)).filter((f) => f.kind === 'entry');
+  let total = entries.reduce((n, f) => n + f.size, 0);
+  let removed = 0;
+  let bytes = 0;
+  for (const f of entries) {
+    if (total <= maxBytes) break;
+    await removeEntry(f.path);
+    total -= f.size;
+    removed++;
+    bytes += f.size;
+  }
+  return { removed, bytes };
+}
+
+export interface EntryInfo extends ListedFile {
+  /** The header, when it could be read; `problem` says why not. */
+  readonly header?: EntryHeader;
+  readonly problem?: string;
+}
+
+/** Every file with what its header says (cheap: the checksum needs the whole file, see `prune`). */
+export async function listEntries(dir: string): Promise<EntryInfo[]> {
+  const out: EntryInfo[] = [];
+  for (const f of await listFiles(dir)) {
+    if (f.kind !== 'entry') {
+      out.push(f);
+      continue;
+    }
+    try {
+      out.push({ ...f, header: (await readHeader(f.path)).header });
+    } catch (err) {
+      out.push({ ...f, problem: (err as Error).message });
+    }
+  }
+  return out;
+}
+
+/** Removes every entry and temporary file (the directory's secret stays). */
+export async function clearEntries(dir: string): Promise<{ removed: number; bytes: number }> {
+  const files = await listFiles(dir);
+  await rm(entriesDir(dir), { recursive: true, force: true });
+  return { removed: files.length, bytes: files.reduce((n, f) => n + f.size, 0) };
+}
+
+export interface PruneReport {
+  readonly corrupt: number;
+  readonly temps: number;
+  readonly evicted: number;
+  readonly bytes: number;
+}
+
+/**
+ * Removes what can never be served (entries that fail verification or are of another format version,
+ * temporary files of writers that died) and then evicts down to `maxBytes`.
+ */
+export async function pruneEntries(dir: string, maxBytes: number): Promise<PruneReport> {
+  let corrupt = 0;
+  let bytes = 0;
+  // A writer's temporary file whose process is gone (killed mid-write); a live writer's stays.
+  const temps = await removeStaleTemps(entriesDir(dir));
+  for (const f of await listFiles(dir)) {
+    if (f.kind === 'temp') continue;
+    try {
+      await loadEntry(f.path);
+    } catch (err) {
+      if (!(err instanceof EntryProblem) || err.reason === 'missing') continue;
+      await removeEntry(f.path);
+      corrupt++;
+      bytes += f.size;
+    }
+  }
+  const evicted = await evict(dir, maxBytes);
+  return { corrupt, temps, evicted: evicted.removed, bytes: bytes + evicted.bytes };
+}

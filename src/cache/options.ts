@@ -1,0 +1,119 @@
+/**
+ * The `cache` client option: `true` for the defaults, or `{ dir, maxAge, maxBytes, refresh }`. Normalized
+ * once, when the client is made, so a bad value fails before any request.
+ */
+import { homedir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+import { InvalidArgumentError } from '../core/errors.js';
+
+export interface CacheOptions {
+  /**
+   * Directory of the entries; must be absolute (a relative path would put results in whatever directory
+   * the process happens to run in).
+   * @default `$XDG_CACHE_HOME/dqs-client`, else ~/.cache/dqs-client (Linux), ~/Library/Caches/dqs-client
+   * (macOS), %LOCALAPPDATA%\dqs-client\Cache (Windows)
+   */
+  readonly dir?: string;
+  /**
+   * Time-only mode, in ms: an entry fetched at most this long ago is served with no request at all (offline
+   * notebooks). Older entries, and every entry without `maxAge`, are validated with two small requests.
+   * @default undefined (always validate)
+   */
+  readonly maxAge?: number;
+  /**
+   * Bytes the entries may take in all; the least recently used are removed beyond it. Minimum 1.
+   * @default 1 GiB
+   */
+  readonly maxBytes?: number;
+  /** Never serve an entry: fetch every result again and replace its entry (`dqs query --refresh`). @default false */
+  readonly refresh?: boolean;
+}
+
+export interface NormalizedCacheOptions {
+  readonly dir: string;
+  readonly maxAge: number | undefined;
+  readonly maxBytes: number;
+  readonly refresh: boolean;
+}
+
+export const DEFAULT_MAX_BYTES = 1024 ** 3;
+
+function describe(value: unknown): string {
+  return `${typeof value === 'string' ? JSON.stringify(value) : String(value)} (${value === null ? 'null' : typeof value})`;
+}
+
+/**
+ * The platform's per-user cache directory for dqs-client, or `undefined` when there is none (no home
+ * directory): never the working directory. A relative `XDG_CACHE_HOME` is ignored, as the XDG spec says.
+ */
+export function defaultCacheDir(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): string | undefined {
+  const xdg = env.XDG_CACHE_HOME;
+  if (xdg && isAbsolute(xdg)) return join(xdg, 'dqs-client');
+  if (platform === 'win32') {
+    const local = env.LOCALAPPDATA;
+    return local && isAbsolute(local) ? join(local, 'dqs-client', 'Cache') : undefined;
+  }
+  let home: string | undefined;
+  try {
+    home = env.HOME || homedir();
+  } catch {
+    home = undefined;
+  }
+  if (!home || !isAbsolute(home)) return undefined;
+  return platform === 'darwin'
+    ? join(home, 'Library', 'Caches', 'dqs-client')
+    : join(home, '.cache', 'dqs-client');
+}
+
+/** `undefined` when the cache is off (`undefined` or `false`). */
+export function normalizeCacheOptions(
+  option: boolean | CacheOptions | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): NormalizedCacheOptions | undefined {
+  if (option === undefined || option === false) return undefined;
+  if (option !== true && (option === null || typeof option !== 'object' || Array.isArray(option))) {
+    throw new InvalidArgumentError(
+      'cache',
+      `Expected \`cache\` to be a boolean or { dir, maxAge, maxBytes, refresh }, got ${describe(option)}`,
+    );
+  }
+  const o: CacheOptions = option === true ? {} : option;
+  let dir = o.dir;
+  if (dir !== undefined && (typeof dir !== 'string' || !isAbsolute(dir))) {
+    throw new InvalidArgumentError(
+      'cache.dir',
+      `Expected \`cache.dir\` to be an absolute path, got ${describe(dir)}`,
+    );
+  }
+  dir ??= defaultCacheDir(env);
+  if (dir === undefined) {
+    throw new InvalidArgumentError(
+      'cache.dir',
+      'Expected `cache.dir`: this user has no cache directory (no XDG_CACHE_HOME, HOME or LOCALAPPDATA)',
+    );
+  }
+  const maxAge = o.maxAge;
+  if (maxAge !== undefined && (typeof maxAge !== 'number' || !Number.isFinite(maxAge) || maxAge < 0)) {
+    throw new InvalidArgumentError(
+      'cache.maxAge',
+      `Expected \`cache.maxAge\` to be a number of ms >= 0, got ${describe(maxAge)}`,
+    );
+  }
+  const maxBytes = o.maxBytes ?? DEFAULT_MAX_BYTES;
+  if (typeof maxBytes !== 'number' || !Number.isSafeInteger(maxBytes) || maxBytes < 1) {
+    throw new InvalidArgumentError(
+      'cache.maxBytes',
+      `Expected \`cache.maxBytes\` to be an integer >= 1, got ${describe(maxBytes)}`,
+    );
+  }
+  if (o.refresh !== undefined && typeof o.refresh !== 'boolean') {
+    throw new InvalidArgumentError(
+      'cache.refresh',
+      `Expected \`cache.refresh\` to be a boolean, got ${describe(o.refresh)}`,
+    );
+  }
+  return { dir, maxAge, maxBytes, refresh: o.refresh === true };
+}

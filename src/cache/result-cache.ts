@@ -1,0 +1,186 @@
+/**
+ * `ResultCache`: the lookup in front of `client.query()`. A result is identified by its key (see key.ts);
+ * an entry found for it is validated with the service in two small requests before it is used (the POST,
+ * whose handle gives the query id, state and total; and a one-row page, which gives last_date_updated,
+ * the descriptors, the total and the truncation headers), unless `maxAge` allows it without asking. Any
+ * difference, or a query still running, means the result is read from the service and the entry replaced.
+ */
+import { MediaType, type QueryBody, type QueryHandle } from '../core/wire.js';
+import { parseTablePage } from '../decode/table-json.js';
+import { QueryResult } from '../query/query-result.js';
+import type { ResultSource } from '../query/result-stream.js';
+import type { RequestScheduler } from '../query/scheduler.js';
+import { type EndpointClient, statusFromHeaders } from '../transport/endpoints.js';
+import { CachedRows } from './cached-rows.js';
+import { type EntryHeader, EntryProblem, readHeader } from './entry-format.js';
+import { entryPath, evict, removeEntry } from './entry-store.js';
+import type { CacheEvent } from './events.js';
+import { accountId, cacheSecret, canonicalBody, entryKey } from './key.js';
+import type { NormalizedCacheOptions } from './options.js';
+
+export interface CachedQuery {
+  readonly client: EndpointClient;
+  readonly datasetId: string;
+  readonly body: QueryBody;
+  readonly signal: AbortSignal | undefined;
+  /** Never serve the entry: read the service and replace it. */
+  readonly refresh: boolean;
+  /** The uncached lifecycle; given a handle, it goes on from that POST instead of making another. */
+  readonly fetch: (handle?: QueryHandle, signal?: AbortSignal) => Promise<QueryResult>;
+  /** The client's shared scheduler, for streams of a hit that read the service after all. */
+  readonly scheduler?: RequestScheduler | undefined;
+}
+
+export class ResultCache {
+  readonly options: NormalizedCacheOptions;
+  readonly #credential: () => string | undefined | Promise<string | undefined>;
+  readonly #emit: (event: CacheEvent) => void;
+  #secret: Promise<Buffer> | undefined;
+
+  constructor(
+    options: NormalizedCacheOptions,
+    credential: () => string | undefined | Promise<string | undefined>,
+    emit: (event: CacheEvent) => void,
+  ) {
+    this.options = options;
+    this.#credential = credential;
+    this.#emit = emit;
+  }
+
+  async #key(baseUrl: string, datasetId: string, body: string): Promise<string> {
+    this.#secret ??= cacheSecret(this.options.dir);
+    let secret: Buffer;
+    try {
+      secret = await this.#secret;
+    } catch (err) {
+      this.#secret = undefined; // an unwritable directory may be fixed while the process lives
+      throw err;
+    }
+    return entryKey({ baseUrl, datasetId, body, account: accountId(secret, await this.#credential()) });
+  }
+
+  async query(q: CachedQuery): Promise<QueryResult> {
+    const { client, datasetId } = q;
+    const baseUrl = client.baseUrl;
+    const body = canonicalBody(q.body);
+    let key: string;
+    try {
+      key = await this.#key(baseUrl, datasetId, body);
+    } catch (err) {
+      this.#emit({ type: 'error', key: undefined, error: err as Error });
+      return q.fetch();
+    }
+    const path = entryPath(this.options.dir, key);
+    const wrap = (source: ResultSource, entry: EntryHeader | undefined): QueryResult =>
+      new QueryResult({
+        ...source,
+        local: new CachedRows({
+          cache: {
+            dir: this.options.dir,
+            emit: this.#emit,
+            stored: async () => {
+              const done = await evict(this.options.dir, this.options.maxBytes);
+              if (done.removed > 0) this.#emit({ type: 'evicted', ...done });
+            },
+          },
+          key,
+          path,
+          baseUrl,
+          body,
+          source,
+          entry,
+          refetch: (signal) => q.fetch(undefined, signal),
+        }),
+      });
+
+    const entry = q.refresh ? undefined : await this.#header(path, key);
+    if (!entry) {
+      this.#emit({ type: 'miss', key, datasetId, refresh: q.refresh });
+      return wrap(await q.fetch(), undefined);
+    }
+    const fromEntry = (validated: boolean) => {
+      this.#emit({
+        type: 'hit',
+        key,
+        datasetId,
+        queryId: entry.queryId,
+        validated,
+        fetchedAt: new Date(entry.fetchedAt),
+      });
+      return wrap(
+        {
+          client,
+          datasetId,
+          id: entry.queryId,
+          total: entry.total,
+          truncated: entry.truncated,
+          formats: entry.formats,
+          fields: entry.fields,
+          maxResponseBytes: client.http.maxResponseBytes,
+          scheduler: q.scheduler,
+          lastDateUpdated: entry.lastDateUpdated,
+        },
+        entry,
+      );
+    };
+    const maxAge = this.options.maxAge;
+    if (maxAge !== undefined && Date.now() - entry.fetchedAt <= maxAge) return fromEntry(false);
+
+    const handle = await client.createQuery(datasetId, q.body, { signal: q.signal });
+    const reason =
+      handleDiffers(handle, entry) ?? (await this.#pageDiffers(client, datasetId, handle, entry, q.signal));
+    if (reason === undefined) return fromEntry(true);
+    this.#emit({ type: 'stale', key, datasetId, reason });
+    return wrap(await q.fetch(handle), undefined);
+  }
+
+  /** The entry's header, or `undefined` (no entry, or one that can never be served: removed). */
+  async #header(path: string, key: string): Promise<EntryHeader | undefined> {
+    try {
+      return (await readHeader(path)).header;
+    } catch (err) {
+      if (err instanceof EntryProblem && err.reason !== 'missing') {
+        await removeEntry(path);
+        this.#emit({ type: 'unreadable', key, reason: err.message });
+      }
+      return undefined;
+    }
+  }
+
+  /** The one-row page: last_date_updated, descriptors, total and (when the GET says) truncation. */
+  async #pageDiffers(
+    client: EndpointClient,
+    datasetId: string,
+    handle: QueryHandle,
+    entry: EntryHeader,
+    signal: AbortSignal | undefined,
+  ): Promise<string | undefined> {
+    const { response, text } = await client.http.text({
+      method: 'GET',
+      segments: ['datasets', datasetId, 'query', handle.id],
+      query: { start: 1, limit: 1 },
+      accept: MediaType.table,
+      signal,
+    });
+    const page = parseTablePage(text, { start: 1, limit: 1 });
+    if (page.last_date_updated !== entry.lastDateUpdated) {
+      return `last_date_updated is ${page.last_date_updated}, the entry's ${entry.lastDateUpdated}`;
+    }
+    if (page.total !== entry.total) return `the page's total is ${page.total}, the entry's ${entry.total}`;
+    if (JSON.stringify(page.fields) !== JSON.stringify(entry.fields)) return 'the column descriptors changed';
+    // Only when the GET carries the header: a service that sends it on HEAD only must not look stale.
+    if (response.headers['x-truncated'] !== undefined) {
+      const { truncated } = statusFromHeaders(response);
+      if (truncated !== entry.truncated) return `truncated is ${truncated}, the entry's ${entry.truncated}`;
+    }
+    return undefined;
+  }
+}
+
+/** What the POST's handle says against the entry, or `undefined` when it agrees. */
+function handleDiffers(handle: QueryHandle, entry: EntryHeader): string | undefined {
+  if (handle.state !== 'complete') return `the query is ${handle.state} again`;
+  if (handle.id !== entry.queryId) return 'the service gives the query another id';
+  if (handle.total !== entry.total) return `the total is ${handle.total}, the entry's ${entry.total}`;
+  return undefined;
+}

@@ -1,0 +1,138 @@
+/**
+ * `dqs cache list | clear | prune`: the local result cache that `dqs query` and `dqs export` use (and
+ * `cacheNote()`, the line those commands add to their summary). See docs/cache.md.
+ */
+
+import type { CacheEvent } from '../../cache/events.js';
+import { defaultCacheDir } from '../../cache/options.js';
+import type { DatasetClient } from '../../client.js';
+import { flag, int, JSON_OPTION, positionals } from '../args.js';
+import type { Command } from '../command.js';
+import { UsageError } from '../errors.js';
+import { ExitCode } from '../exit-codes.js';
+import { printJson, terminalWidth } from '../print.js';
+import { bytes, count, duration, table } from '../text.js';
+
+const ACTIONS = ['list', 'clear', 'prune'] as const;
+const DEFAULT_MAX_BYTES = 1024 ** 3;
+
+export const cacheCommand: Command = {
+  name: 'cache',
+  summary: 'List, clear or prune the local result cache of `dqs query` and `dqs export`.',
+  usage: 'dqs cache list|clear|prune [options]',
+  description:
+    'dqs query and dqs export keep each complete result in a per-user cache directory\n' +
+    '($XDG_CACHE_HOME/dqs-client, else ~/.cache/dqs-client; ~/Library/Caches/dqs-client on macOS), so\n' +
+    'running the same command again costs two small requests to check the result is unchanged instead of\n' +
+    'the whole download. `list` shows the entries (least recently used first), `clear` removes them all,\n' +
+    '`prune` removes entries that fail verification or are of another format, temporary files of writers\n' +
+    'that died, and the least recently used entries beyond --max-bytes.',
+  options: {
+    'max-bytes': {
+      type: 'string',
+      arg: 'N',
+      help: 'prune: keep at most N bytes of entries (default 1073741824, 1 GiB).',
+    },
+    ...JSON_OPTION,
+  },
+  connects: false,
+  examples: ['dqs cache list', 'dqs cache prune --max-bytes 200000000', 'dqs cache clear'],
+  async run(args, ctx) {
+    const [action] = positionals('cache', args, ['action']);
+    if (!(ACTIONS as readonly string[]).includes(action!)) {
+      throw new UsageError(`Expected list, clear or prune, got ${JSON.stringify(action)}`, 'cache');
+    }
+    const dir = defaultCacheDir(ctx.io.env);
+    if (dir === undefined) throw new UsageError('this user has no cache directory (no HOME)', 'cache');
+    const json = flag(args.values, 'json');
+    // Loaded here: `dqs cache --help` does not load Arrow.
+    const store = await import('../../cache/entry-store.js');
+    if (action === 'clear') {
+      const done = await store.clearEntries(dir);
+      if (json) printJson(ctx.io.stdout, { dir, removed: done.removed, bytes: done.bytes });
+      ctx.info(`removed ${count(done.removed)} files (${bytes(done.bytes)}) from ${dir}`);
+      return ExitCode.ok;
+    }
+    if (action === 'prune') {
+      const maxBytes = int('cache', args.values, 'max-bytes', 1) ?? DEFAULT_MAX_BYTES;
+      const done = await store.pruneEntries(dir, maxBytes);
+      if (json) printJson(ctx.io.stdout, { dir, ...done });
+      ctx.info(
+        `removed ${count(done.corrupt)} unusable entries, ${count(done.temps)} abandoned temporary files and ` +
+          `${count(done.evicted)} least recently used entries (${bytes(done.bytes)}) from ${dir}`,
+      );
+      return ExitCode.ok;
+    }
+    const entries = await store.listEntries(dir);
+    const now = Date.now();
+    if (json) {
+      printJson(ctx.io.stdout, {
+        dir,
+        entries: entries.map((e) => ({
+          key: e.kind === 'entry' ? e.name.slice(0, 64) : null,
+          kind: e.kind,
+          bytes: e.size,
+          lastUsed: new Date(e.mtimeMs).toISOString(),
+          baseUrl: e.header?.baseUrl ?? null,
+          dataset: e.header?.datasetId ?? null,
+          body: e.header ? JSON.parse(e.header.body) : null,
+          rows: e.header?.total ?? null,
+          truncated: e.header?.truncated ?? null,
+          fetchedAt: e.header ? new Date(e.header.fetchedAt).toISOString() : null,
+          lastDateUpdated: e.header?.lastDateUpdated ?? null,
+          problem: e.problem ?? null,
+        })),
+      });
+      return ExitCode.ok;
+    }
+    const total = entries.reduce((n, e) => n + e.size, 0);
+    if (entries.length > 0) {
+      const text = table(
+        entries,
+        [
+          {
+            header: 'DATASET',
+            value: (e) => e.header?.datasetId ?? (e.kind === 'temp' ? '(being written)' : '?'),
+          },
+          { header: 'ROWS', value: (e) => (e.header ? count(e.header.total) : '-'), right: true },
+          { header: 'SIZE', value: (e) => bytes(e.size), right: true },
+          { header: 'FETCHED', value: (e) => (e.header ? `${duration(now - e.header.fetchedAt)} ago` : '-') },
+          { header: 'USED', value: (e) => `${duration(now - e.mtimeMs)} ago` },
+          {
+            header: 'QUERY',
+            value: (e) => (e.header ? `${e.header.baseUrl} ${e.header.body}` : (e.problem ?? e.name)),
+          },
+        ],
+        terminalWidth(ctx.io.stdout),
+      );
+      ctx.io.stdout.write(`${text}\n`);
+    }
+    ctx.info(`${count(entries.length)} files, ${bytes(total)} in ${dir}`);
+    return ExitCode.ok;
+  },
+};
+
+/**
+ * Follows the client's cache events: `--debug` lines as they happen, and the words a summary line ends
+ * with (empty when no result came from the cache).
+ */
+export function cacheNote(client: DatasetClient, debug: (line: string) => void): () => string {
+  let hits = 0;
+  let results = 0;
+  let last: Extract<CacheEvent, { type: 'hit' }> | undefined;
+  client.on('cache', (e: CacheEvent) => {
+    const detail = 'reason' in e ? `: ${e.reason}` : 'error' in e ? `: ${e.error.message}` : '';
+    debug(`cache ${e.type}${'datasetId' in e ? ` ${e.datasetId}` : ''}${detail}`);
+    if (e.type === 'hit') {
+      hits++;
+      last = e;
+    }
+    if (e.type === 'hit' || e.type === 'miss' || e.type === 'stale') results++;
+  });
+  return () => {
+    if (hits === 0 || last === undefined) return '';
+    if (results > 1) return `; ${count(hits)} of ${count(results)} results from the local cache`;
+    const age = duration(Date.now() - last.fetchedAt.getTime());
+    return `; from the local cache (fetched ${age} ago${last.validated ? ', unchanged on the service' : ''})`;
+  };
+}
