@@ -1,5 +1,5 @@
 /**
- * The bad-input matrix (README, "Bad input and what you get"): every hostile or malformed input, at the client API, the
+ * The bad-input matrix (docs/errors.md, "Bad input and what you get"): every hostile or malformed input, at the client API, the
  * emulator's HTTP surface and the CLI, gets its clear error, and nothing crashes or hangs. Each row of a
  * table below is one line of the document.
  */

@@ -16,7 +16,7 @@ export interface StreamOptions {
   readonly format?: 'auto' | DecodableFormat;
   /**
    * Rows per page request (minimum 1). Unset, the stream starts at 10,000 rows and then aims at pages of
-   * ~2.5 MB from the bytes per row the first page showed (small pages beat big ones: see the README); a
+   * ~2.5 MB from the bytes per row the first page showed (small pages beat big ones: see docs/performance.md); a
    * server that answers fewer rows than asked (it clamps `limit`) is asked for that many from then on.
    * @default 'auto'
    */
