@@ -12,6 +12,7 @@ const samples: Record<string, [api.DqsError, api.DqsErrorCode]> = {
   AbortError: [new api.AbortError('the stream'), 'DQS_ABORTED'],
   AuthenticationError: [new api.AuthenticationError({ ...details, status: 401 }), 'DQS_AUTH'],
   BadRequestError: [new api.BadRequestError(details), 'DQS_BAD_REQUEST'],
+  ContentEncodingError: [new api.ContentEncodingError('not gzip', 'gzip', info), 'DQS_PROTOCOL'],
   DecodeError: [new api.DecodeError('not a page'), 'DQS_DECODE'],
   FormatNotOfferedError: [new api.FormatNotOfferedError('csv', ['text/csv']), 'DQS_FORMAT_NOT_OFFERED'],
   InvalidArgumentError: [new api.InvalidArgumentError('pageSize', 'no'), 'DQS_INVALID_ARGUMENT'],
@@ -24,6 +25,10 @@ const samples: Record<string, [api.DqsError, api.DqsErrorCode]> = {
   NotAcceptableError: [new api.NotAcceptableError({ ...details, status: 406 }), 'DQS_NOT_ACCEPTABLE'],
   NotFoundError: [new api.NotFoundError({ ...details, status: 404 }), 'DQS_NOT_FOUND'],
   ProtocolError: [new api.ProtocolError('bad start', info), 'DQS_PROTOCOL'],
+  QueryFailedError: [
+    new api.QueryFailedError({ state: 'failed', datasetId: 'job_listings', queryId: 'a'.repeat(64) }),
+    'DQS_QUERY_FAILED',
+  ],
   RateLimitedError: [new api.RateLimitedError({ ...details, status: 429 }), 'DQS_RATE_LIMITED'],
   ResponseTooLargeError: [new api.ResponseTooLargeError(info, 10), 'DQS_RESPONSE_TOO_LARGE'],
   RowLimitError: [new api.RowLimitError(10 ** 12, 500_000), 'DQS_ROW_LIMIT'],
@@ -61,8 +66,15 @@ describe('exported error classes', () => {
     },
   );
 
-  it('codes are one per class: no two classes share a code', () => {
-    const codes = Object.values(samples).map(([, code]) => code);
-    expect(new Set(codes).size).toBe(codes.length);
+  it('codes are one per class: two classes share a code only when one extends the other', () => {
+    const entries = Object.values(samples);
+    for (const [a, codeA] of entries) {
+      for (const [b, codeB] of entries) {
+        if (a === b || codeA !== codeB) continue;
+        const [classA, classB] = [a.constructor as typeof Error, b.constructor as typeof Error];
+        const related = a instanceof classB || b instanceof classA;
+        expect(related, `${a.name} and ${b.name} share ${codeA}`).toBe(true);
+      }
+    }
   });
 });
