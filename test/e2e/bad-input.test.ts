@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../src/emulator/index.js';
+import { type Emulator, startEmulator } from '../../src/emulator/index.js';
 import {
   AuthenticationError,
   BadRequestError,
@@ -21,8 +21,8 @@ import {
   MediaType,
   NotAcceptableError,
   NotFoundError,
-} from '../src/index.js';
-import { authHeaders, rawRequest } from './emulator-helpers.js';
+} from '../../src/index.js';
+import { authHeaders, rawRequest } from '../emulator-helpers.js';
 
 const KEY = 'bad-input-key';
 const HUGE = 'x'.repeat(100_000);
@@ -819,7 +819,7 @@ describe('bad input: emulator', () => {
   });
 });
 
-const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
 interface CliCase {
   readonly input: string;
