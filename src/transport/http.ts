@@ -59,7 +59,10 @@ export interface HttpResponse {
    * `codings` is not empty, else `decoded` itself (plain bodies are not counted twice).
    */
   readonly wireBytes: (decoded: number) => number;
-  /** For a `bulk` request: tells the compression choice that the body (`bytes` decoded) was read to its end. */
+  /**
+   * For a `bulk` request: tells the compression choice that the body (`bytes` decoded) was read to its end,
+   * timed from the response's headers.
+   */
   readonly measured: (bytes: number) => void;
   readonly info: RequestInfo;
   /** Ends the request's timeout/abort wiring; call once the body is consumed or dropped. */
@@ -234,7 +237,6 @@ export class HttpTransport {
       payload = JSON.stringify(req.json);
       headers['content-type'] = 'application/json';
     }
-    const sentAt = performance.now();
     let res: Dispatcher.ResponseData;
     try {
       res = await request(url, {
@@ -274,6 +276,7 @@ export class HttpTransport {
       wireBytes = decoded.wireBytes;
     }
     const choice = req.bulk ? this.#choice : undefined;
+    const headersAt = performance.now();
     return {
       status: res.statusCode,
       headers: res.headers,
@@ -281,7 +284,7 @@ export class HttpTransport {
       codings,
       wireBytes,
       measured: choice
-        ? (bytes) => choice.record(acceptEncoding !== 'identity', bytes, performance.now() - sentAt)
+        ? (bytes) => choice.record(acceptEncoding !== 'identity', bytes, performance.now() - headersAt)
         : () => {},
       info,
       done,
