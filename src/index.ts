@@ -53,6 +53,7 @@ export {
   NotFoundError,
   type PageRef,
   ProtocolError,
+  QueryFailedError,
   RateLimitedError,
   ResponseTooLargeError,
   RowLimitError,

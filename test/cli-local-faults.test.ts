@@ -2,13 +2,18 @@
  * The built `dqs` on a shared machine and in a full or closed place: killed with SIGKILL and run again,
  * links planted by another local user, a full device, an unwritable directory, a reader that went away.
  */
-import { lstat, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isSystemError } from '../src/cli/errors.js';
+import { ExitCode } from '../src/cli/exit-codes.js';
+import { report } from '../src/cli/report.js';
 import { type Emulator, queryInfo, startEmulator } from '../src/emulator/index.js';
-import { ensureBuilt, finishCli, startCli } from './cli-helpers.js';
+import { cleanEnv, ensureBuilt, finishCli, MAIN, startCli } from './cli-helpers.js';
 
 const KEY = 'local-faults-key-5c1e';
 /** A small result (a few hundred rows), read in pages of 50. */
@@ -37,6 +42,46 @@ function queryArgs(out: string, emu?: Emulator): string[] {
 
 function dqs(args: readonly string[], cwd = work) {
   return finishCli(startCli(args, { cwd }));
+}
+
+/** One line on stderr and no stack trace. */
+function expectOneLine(stderr: string): void {
+  expect(stderr.trim().split('\n')).toHaveLength(1);
+  expect(stderr).not.toMatch(/^\s+at /m);
+}
+
+interface Spawned {
+  code: number | null;
+  stderr: string;
+}
+
+/**
+ * Runs the built CLI with `stdout` going to a file descriptor (e.g. /dev/full), through `sh -c` with a
+ * prefix (e.g. `ulimit -f 16;`), or as another user.
+ */
+function run(
+  args: readonly string[],
+  options: { stdoutFd?: number; shellPrefix?: string; uid?: number } = {},
+): Promise<Spawned> {
+  const argv = [process.execPath, MAIN, ...args];
+  const quoted = argv.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+  const [file, fileArgs] = options.shellPrefix
+    ? ['/bin/sh', ['-c', `${options.shellPrefix} exec ${quoted}`]]
+    : [process.execPath, argv.slice(1)];
+  const child = spawn(file as string, fileArgs as string[], {
+    cwd: work,
+    env: cleanEnv(),
+    stdio: ['ignore', options.stdoutFd ?? 'ignore', 'pipe'],
+    ...(options.uid !== undefined ? { uid: options.uid, gid: options.uid } : {}),
+  });
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stderr }));
+  });
 }
 
 let reference: Buffer;
@@ -107,4 +152,79 @@ describe('dqs query: killed and run again', () => {
     expect((await lstat(out)).isSymbolicLink()).toBe(false);
     expect((await readFile(out)).equals(reference)).toBe(true);
   });
+});
+
+describe.concurrent('local faults are exit 7 with one line', () => {
+  it.each([
+    ['dqs query --out - (CSV)', () => queryArgs('-').concat(['--as', 'csv'])],
+    ['dqs query --out - (Arrow)', () => queryArgs('-')],
+    ['dqs datasets', () => ['datasets', ...conn()]],
+    ['dqs tickers --json', () => ['tickers', DATASET, 'a', '--json', ...conn()]],
+  ])('stdout on a full device (/dev/full): %s', async (_, args) => {
+    const fd = openSync('/dev/full', 'w');
+    try {
+      const r = await run(args(), { stdoutFd: fd });
+      expect(r.code, r.stderr).toBe(ExitCode.local);
+      expectOneLine(r.stderr);
+      expect(r.stderr).toMatch(/cannot write stdout: no space left on the device \(ENOSPC\)/);
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  it('stdout closed by its reader mid-export (EPIPE): exit 7, one line', async () => {
+    const child = startCli(queryArgs('-').concat(['--as', 'csv']), { cwd: work });
+    let stderr = '';
+    child.stderr!.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    child.stdout!.once('data', () => child.stdout!.destroy());
+    child.stdin!.end();
+    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    expect(code, stderr).toBe(ExitCode.local);
+    expectOneLine(stderr);
+    expect(stderr).toMatch(
+      /cannot write stdout: the reader closed the pipe before all was written \(EPIPE\)/,
+    );
+  });
+
+  it('--out FILE that cannot grow (a file size limit: the write fails mid-export): exit 7, nothing left', async () => {
+    const dir = await freshDir();
+    // ulimit -f counts 512-byte blocks (POSIX sh): 16 KiB, far less than the export.
+    const r = await run(queryArgs(join(dir, 'big.csv')), { shellPrefix: 'ulimit -f 32;' });
+    expect(r.code, r.stderr).toBe(ExitCode.local);
+    expectOneLine(r.stderr);
+    expect(r.stderr).toMatch(/cannot write .*big\.csv: the file is larger than allowed .*\(EFBIG\)/);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it('--out FILE in a directory without write permission (EACCES): exit 7 before any request', async () => {
+    const dir = await freshDir();
+    await chmod(work, 0o755);
+    await chmod(dir, 0o555);
+    const before = emulator.requests.length;
+    // root ignores permission bits: run as nobody then.
+    const uid = process.getuid?.() === 0 ? 65534 : undefined;
+    const r = await run(queryArgs(join(dir, 'x.parquet')), uid === undefined ? {} : { uid });
+    expect(r.code, r.stderr).toBe(ExitCode.local);
+    expectOneLine(r.stderr);
+    expect(r.stderr).toMatch(/cannot create .*x\.parquet: permission denied \(EACCES\)/);
+    expect(emulator.requests.length).toBe(before);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it.each(['ENOSPC', 'EPIPE', 'EACCES', 'EROFS', 'EDQUOT', 'EIO'])(
+    'a %s no command wrapped is still exit 7 with one line naming it',
+    (code) => {
+      const err = Object.assign(new Error(`${code}: failed, write`), {
+        code,
+        syscall: 'write',
+        path: '/x/y',
+      });
+      expect(isSystemError(err)).toBe(true);
+      const r = report(err, { command: 'query', secrets: [] });
+      expect(r.exitCode).toBe(ExitCode.local);
+      expect(r.line).toMatch(new RegExp(`^dqs query: /x/y: .*\\(${code}\\)\\.$`));
+    },
+  );
 });

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatTimestampMs, parseDateDays, parseTimestampMs } from '../src/convert/dates.js';
 import type { WireValue } from '../src/core/wire.js';
 import { timestampText } from '../src/emulator/datasets/dataset.js';
+import { CITY_STREETS } from '../src/emulator/datasets/store-locations.js';
 import {
   COMPANIES,
   DATASET_IDS,
@@ -177,6 +178,23 @@ describe('dataset contents', () => {
     ) as string[];
     expect(addresses.some((a) => a.includes(','))).toBe(true);
     expect(addresses.some((a) => a.includes('\n'))).toBe(true);
+  });
+
+  it('store_locations: every address is on a street of its city, in its country', () => {
+    const rows = queryRows('store_locations', {}, {}, 1, 5000);
+    const [address, city, country] = ['address', 'city', 'country'].map(
+      (f) => column('store_locations', rows, f) as string[],
+    );
+    const cities = new Set<string>();
+    rows.forEach((_, i) => {
+      const known = CITY_STREETS.get(city![i]!);
+      expect(known, city![i]).toBeDefined();
+      expect(country![i]).toBe(known!.country);
+      const streetsHere = known!.streets.filter((s) => address![i]!.includes(s));
+      expect(streetsHere, `${address![i]} in ${city![i]}`).not.toHaveLength(0);
+      cities.add(city![i]!);
+    });
+    expect(cities.size).toBeGreaterThan(10);
   });
 
   it('web_traffic: consecutive days, public companies only, integers up to exactly 2^53 - 1', () => {

@@ -41,7 +41,16 @@ export const CONNECTION_OPTIONS: OptionSpecs = {
     arg: 'URL',
     help: 'The service address (default: $DQS_BASE_URL; with neither, the embedded emulator).',
   },
-  'api-key': { type: 'string', arg: 'KEY', help: 'The API key (default: $DQS_API_KEY). Never printed.' },
+  'api-key': {
+    type: 'string',
+    arg: 'KEY',
+    help: 'The API key (default: $DQS_API_KEY). Never printed, but visible to others in `ps`: prefer the variable or --api-key-file.',
+  },
+  'api-key-file': {
+    type: 'string',
+    arg: 'FILE',
+    help: 'Read the API key from the first line of FILE (- reads stdin).',
+  },
   'allow-insecure-http': {
     type: 'boolean',
     help: 'Allow sending the key over plain http:// to a host other than this machine.',

@@ -17,6 +17,8 @@ export interface CommandContext {
   readonly quiet: boolean;
   /** A line on stderr, prefixed `dqs: `, unless `--quiet`. */
   info(line: string): void;
+  /** A warning on stderr, prefixed `dqs: warning: `, even with `--quiet` (something was left out). */
+  warn(line: string): void;
   /** A line on stderr with `--debug` only; masked like everything else. */
   debug(line: string): void;
   /** The service connection (or the embedded emulator), opened on first use and closed after the command. */

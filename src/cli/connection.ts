@@ -3,11 +3,14 @@
  * the embedded emulator in this process and says so on stderr: that is what makes the README's first
  * command work on a fresh clone, with no account and no server.
  */
+import { readFile } from 'node:fs/promises';
 import { defaultCacheDir } from '../cache/options.js';
 import type { DatasetClient } from '../client.js';
 import type { OptionSpecs, Values } from './args.js';
 import { flag, str } from './args.js';
-import { UsageError } from './errors.js';
+import type { CliIo } from './command.js';
+import { LocalError, systemReason, UsageError } from './errors.js';
+import { readAll } from './tickers.js';
 
 /** Options of the commands that read results (`query`, `export`): the result cache is on by default. */
 export const CACHE_OPTIONS: OptionSpecs = {
@@ -48,8 +51,15 @@ function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value;
 }
 
-/** Flags (`--base-url`, `--api-key`) first, then `DQS_BASE_URL` / `DQS_API_KEY`; no address → embedded. */
-export function resolveConnection(values: Values, env: NodeJS.ProcessEnv): ConnectionSettings {
+/**
+ * Flags (`--base-url`, `--api-key`, the key of `--api-key-file` as `fileKey`) first, then `DQS_BASE_URL`
+ * / `DQS_API_KEY`; no address → embedded.
+ */
+export function resolveConnection(
+  values: Values,
+  env: NodeJS.ProcessEnv,
+  fileKey?: string,
+): ConnectionSettings {
   const baseUrl = nonEmpty(str(values, 'base-url')) ?? nonEmpty(env.DQS_BASE_URL);
   const noCache = flag(values, 'no-cache');
   const refresh = flag(values, 'refresh');
@@ -63,15 +73,39 @@ export function resolveConnection(values: Values, env: NodeJS.ProcessEnv): Conne
   return {
     kind: 'service',
     baseUrl,
-    apiKey: nonEmpty(str(values, 'api-key')) ?? nonEmpty(env.DQS_API_KEY),
+    apiKey: nonEmpty(str(values, 'api-key')) ?? nonEmpty(fileKey) ?? nonEmpty(env.DQS_API_KEY),
     allowInsecureHttp: flag(values, 'allow-insecure-http'),
     cache: dir === undefined ? { mode: 'off' } : { mode: refresh ? 'refresh' : 'use', dir },
   };
 }
 
 /** The secrets to keep out of every line the CLI prints. */
-export function secretsOf(values: Values, env: NodeJS.ProcessEnv): string[] {
-  return [str(values, 'api-key'), env.DQS_API_KEY].filter((s): s is string => !!s && s.length > 0);
+export function secretsOf(values: Values, env: NodeJS.ProcessEnv, fileKey?: string): string[] {
+  return [str(values, 'api-key'), fileKey, env.DQS_API_KEY].filter((s): s is string => !!s && s.length > 0);
+}
+
+/**
+ * The key of `--api-key-file FILE` (`-`: stdin): its first line, without the line break and surrounding
+ * blanks. A file keeps the key out of `ps` and the shell history, where `--api-key` puts it.
+ */
+export async function readApiKeyFile(values: Values, io: CliIo): Promise<string | undefined> {
+  const file = str(values, 'api-key-file');
+  if (file === undefined) return undefined;
+  if (str(values, 'api-key') !== undefined) {
+    throw new UsageError('give the key once: --api-key or --api-key-file, not both');
+  }
+  if (file === '-' && str(values, 'tickers-file') === '-') {
+    throw new UsageError('stdin cannot be both --api-key-file and --tickers-file');
+  }
+  let text: string;
+  try {
+    text = file === '-' ? await readAll(io.stdin) : await readFile(file, 'utf8');
+  } catch (err) {
+    throw new LocalError(`cannot read --api-key-file ${file}: ${systemReason(err)}`, { cause: err });
+  }
+  const key = (text.split(/\r?\n/, 1)[0] ?? '').trim();
+  if (key === '') throw new UsageError(`--api-key-file ${file} holds no key on its first line`);
+  return key;
 }
 
 /**

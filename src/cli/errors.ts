@@ -45,6 +45,14 @@ const REASONS: Readonly<Record<string, string>> = {
   ENOSPC: 'no space left on the device',
   EROFS: 'the file system is read-only',
   EEXIST: 'it already exists',
+  EPIPE: 'the reader closed the pipe before all was written',
+  EDQUOT: 'the disk quota is exceeded',
+  EFBIG: 'the file is larger than allowed (file size limit)',
+  EIO: 'an input/output error of the device',
+  ELOOP: 'too many symbolic links, or a link where none may be',
+  ENAMETOOLONG: 'the name is too long',
+  EMFILE: 'too many open files',
+  ENFILE: 'too many open files on the system',
   EADDRINUSE: 'the port is already in use',
   EADDRNOTAVAIL: 'the address is not available on this machine',
 };
@@ -54,4 +62,24 @@ export function systemReason(err: unknown): string {
   const e = err as NodeJS.ErrnoException;
   const known = e?.code ? REASONS[e.code] : undefined;
   return known ? `${known} (${e.code})` : String(e?.message ?? err);
+}
+
+/**
+ * Whether `err` is an operating system error of a local resource (a file, a pipe, a descriptor): Node's
+ * errors with a `syscall` and an `E…` code. The library's network failures are `DqsError`s, never these.
+ */
+export function isSystemError(err: unknown): err is NodeJS.ErrnoException {
+  const e = err as NodeJS.ErrnoException | undefined;
+  return (
+    e instanceof Error &&
+    typeof e.code === 'string' &&
+    /^E[A-Z0-9]+$/.test(e.code) &&
+    (typeof e.syscall === 'string' || typeof e.errno === 'number')
+  );
+}
+
+/** A `LocalError` for a system error met while writing `where` (a path, or `stdout`); others as they are. */
+export function asLocalFault(err: unknown, where: string): unknown {
+  if (!isSystemError(err) || err instanceof LocalError) return err;
+  return new LocalError(`cannot write ${where}: ${systemReason(err)}`, { cause: err });
 }

@@ -50,6 +50,7 @@ const BY_CODE: Readonly<Record<DqsErrorCode, ExitCodeValue>> = {
   DQS_ROW_LIMIT: ExitCode.protocol,
   // No command loads an optional peer today; if one does, a missing piece is a local problem.
   DQS_MISSING_PACKAGE: ExitCode.local,
+  DQS_QUERY_FAILED: ExitCode.service,
 };
 
 /** The exit code of a library error code; unknown codes are unexpected. */

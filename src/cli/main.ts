@@ -4,13 +4,18 @@
  * interrupt signal and the exit code.
  */
 import { setMaxListeners } from 'node:events';
+import { systemReason } from './errors.js';
+import { ExitCode } from './exit-codes.js';
 import { onInterrupt } from './interrupt.js';
 import { runCli } from './run.js';
 
-// A reader that goes away (`dqs datasets | head -1`) is not an error of ours.
+// stdout failing (a full device, a reader that went away: `dqs datasets | head -1`) is a local fault:
+// exit 7 with one line, whatever was being printed. Not everything reached the reader, and a script
+// under `set -o pipefail` should know. A `--out -` pipeline reports the same error through its own path;
+// whichever comes first ends the process, with one line either way.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code === 'EPIPE') process.exit(0);
-  throw err;
+  process.stderr.write(`dqs: cannot write stdout: ${systemReason(err)}.\n`);
+  process.exit(ExitCode.local);
 });
 
 // An export keeps up to 2 x --concurrency page requests listening on one abort signal; Node's leak

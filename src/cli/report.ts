@@ -3,8 +3,10 @@
  * error, with its `cause` chain and stack, is printed only with `--debug`; the API key is masked in both.
  */
 import { inspect } from 'node:util';
+import { escapeControls } from '../core/control-chars.js';
 import { DqsError, HttpError } from '../core/errors.js';
-import { Interrupted, LocalError, UsageError } from './errors.js';
+import { redactSecrets } from '../core/redact.js';
+import { Interrupted, isSystemError, LocalError, systemReason, UsageError } from './errors.js';
 import { ExitCode, type ExitCodeValue, exitCodeOf } from './exit-codes.js';
 
 export interface ReportContext {
@@ -21,20 +23,12 @@ export interface Report {
   readonly line: string;
 }
 
-const MASK = '***';
-
 /**
- * `text` with every secret replaced by `***`. Matched as a whole token (not inside a longer run of
- * letters and digits), so a short test key such as `k` does not mangle every word that contains a k.
+ * `text` with every secret masked as `***`, in every spelling it may take after escaping (see
+ * core/redact), plus any key the library has registered.
  */
 export function redact(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) {
-    if (!s) continue;
-    const escaped = s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    out = out.replace(new RegExp(`(?<![A-Za-z0-9])${escaped}(?![A-Za-z0-9])`, 'g'), MASK);
-  }
-  return out;
+  return redactSecrets(text, secrets);
 }
 
 function hintFor(err: DqsError, ctx: ReportContext): string {
@@ -52,6 +46,8 @@ function hintFor(err: DqsError, ctx: ReportContext): string {
       return 'The service did not answer in time; try again, or a smaller --page-size.';
     case 'DQS_SERVER':
       return 'The service failed; try again later.';
+    case 'DQS_QUERY_FAILED':
+      return 'The service could not run the query; try again, or narrow it.';
     case 'DQS_RATE_LIMITED':
       return 'Too many requests; try again later, or a lower --concurrency.';
     case 'DQS_FORMAT_NOT_OFFERED':
@@ -85,10 +81,6 @@ function sentence(text: string): string {
   return /[.!?]$/.test(text) ? text : `${text}.`;
 }
 
-function isEpipe(err: unknown): boolean {
-  return (err as NodeJS.ErrnoException | undefined)?.code === 'EPIPE';
-}
-
 export function report(err: unknown, ctx: ReportContext): Report {
   const prefix = ctx.command ? `dqs ${ctx.command}: ` : 'dqs: ';
   let exitCode: ExitCodeValue;
@@ -110,15 +102,17 @@ export function report(err: unknown, ctx: ReportContext): Report {
     exitCode = exitCodeOf(err.code);
     const hint = hintFor(err, ctx);
     line = `${prefix}${sentence(whatFailed(err))}${hint ? ` ${hint}` : ''}`;
-  } else if (isEpipe(err)) {
-    exitCode = ExitCode.ok;
-    line = '';
+  } else if (isSystemError(err)) {
+    // A local fault that no command wrapped (e.g. while reading a file): exit 7 all the same.
+    exitCode = ExitCode.local;
+    line = `${prefix}${sentence(`${err.path ? `${err.path}: ` : ''}${systemReason(err)}`)}`;
   } else {
     exitCode = ExitCode.unexpected;
     const message = err instanceof Error ? err.message : String(err);
     line = `${prefix}unexpected error: ${sentence(message)} Rerun with --debug for details, and please report it.`;
   }
-  return { exitCode, line: redact(line.replace(/\s*\n\s*/g, ' '), ctx.secrets) };
+  // Masked first, then escaped: the server's text must not retitle the terminal or turn the line around.
+  return { exitCode, line: escapeControls(redact(line.replace(/\s*\n\s*/g, ' '), ctx.secrets)) };
 }
 
 /** The whole error for `--debug`: stack, properties and causes, masked. */

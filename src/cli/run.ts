@@ -3,11 +3,18 @@
  * context (lazy connection, stderr notices, the interrupt signal), reports any failure as one line, and
  * always closes the connection (and with it the embedded emulator).
  */
+import { escapeControls } from '../core/control-chars.js';
 import { VERSION } from '../core/version.js';
 import { COMMON_OPTIONS, CONNECTION_OPTIONS, flag, parse } from './args.js';
 import type { CliIo, Command, CommandContext } from './command.js';
 import { COMMANDS } from './commands/index.js';
-import { type Connection, openConnection, resolveConnection, secretsOf } from './connection.js';
+import {
+  type Connection,
+  openConnection,
+  readApiKeyFile,
+  resolveConnection,
+  secretsOf,
+} from './connection.js';
 import { UsageError } from './errors.js';
 import { ExitCode } from './exit-codes.js';
 import { commandHelp, mainHelp } from './help.js';
@@ -15,6 +22,19 @@ import { debugText, redact, report } from './report.js';
 
 function write(stream: NodeJS.WriteStream, text: string): void {
   stream.write(text.endsWith('\n') ? text : `${text}\n`);
+}
+
+/** A line for stderr: the secrets masked, control and bidi characters escaped. */
+function safeLine(line: string, secrets: readonly string[]): string {
+  return escapeControls(redact(line, secrets));
+}
+
+/** A multi-line text (the `--debug` dump): each line made safe, the line breaks kept. */
+function safeText(text: string): string {
+  return text
+    .split('\n')
+    .map((l) => escapeControls(l))
+    .join('\n');
 }
 
 function findCommand(name: string): Command {
@@ -65,17 +85,21 @@ export async function runCli(argv: readonly string[], io: CliIo, signal: AbortSi
       write(io.stdout, commandHelp(command));
       return ExitCode.ok;
     }
+    const fileKey = command.connects ? await readApiKeyFile(args.values, io) : undefined;
+    secrets = secretsOf(args.values, io.env, fileKey);
     const quiet = flag(args.values, 'quiet');
-    const settings = resolveConnection(args.values, io.env);
+    const settings = resolveConnection(args.values, io.env, fileKey);
     const ctx: CommandContext = {
       io,
       signal,
       quiet,
+      // Lines on stderr may quote the server: masked, and escaped for the terminal.
       info: (line) => {
-        if (!quiet) write(io.stderr, redact(`dqs: ${line}`, secrets));
+        if (!quiet) write(io.stderr, safeLine(`dqs: ${line}`, secrets));
       },
+      warn: (line) => write(io.stderr, safeLine(`dqs: warning: ${line}`, secrets)),
       debug: (line) => {
-        if (debug) write(io.stderr, redact(`dqs [debug]: ${line}`, secrets));
+        if (debug) write(io.stderr, safeLine(`dqs [debug]: ${line}`, secrets));
       },
       connect: () => {
         opening ??= openConnection(settings, ctx.info).then((c) => {
@@ -100,7 +124,7 @@ export async function runCli(argv: readonly string[], io: CliIo, signal: AbortSi
       secrets,
     });
     if (line) write(io.stderr, line);
-    if (debug && !signal.aborted) write(io.stderr, debugText(err, secrets));
+    if (debug && !signal.aborted) write(io.stderr, safeText(debugText(err, secrets)));
     return exitCode;
   } finally {
     if (connection) await connection.close().catch(() => {});

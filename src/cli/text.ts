@@ -1,8 +1,10 @@
 /** Small text helpers for what the CLI prints: aligned tables and human-readable numbers. */
+import { escapeControls } from '../core/control-chars.js';
 
 export interface Column<T> {
   readonly header: string;
-  readonly value: (row: T) => string;
+  /** The cell: any value from the server (null and undefined print empty). */
+  readonly value: (row: T) => unknown;
   /** Right-align (numbers). */
   readonly right?: boolean;
 }
@@ -12,7 +14,7 @@ export interface Column<T> {
  * column is cut to fit with `…`, so long summaries do not wrap; pipes get whole values.
  */
 export function table<T>(rows: readonly T[], columns: readonly Column<T>[], width?: number): string {
-  const cells = rows.map((r) => columns.map((c) => oneLine(c.value(r))));
+  const cells = rows.map((r) => columns.map((c) => cell(c.value(r))));
   const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((row) => row[i]!.length)));
   const lines = [columns.map((c) => c.header), ...cells].map((row) =>
     row
@@ -28,8 +30,14 @@ export function table<T>(rows: readonly T[], columns: readonly Column<T>[], widt
     .join('\n');
 }
 
-function oneLine(text: string): string {
-  return text.replace(/\s*[\r\n]+\s*/g, ' ');
+/**
+ * Any value from the server as one line that is safe on a terminal: null and undefined are empty (a
+ * `sector: null` is not worth a crash), line breaks become spaces, other control and bidi characters
+ * are escaped (`\x1b`, `\u202e`).
+ */
+export function cell(value: unknown): string {
+  const text = value === null || value === undefined ? '' : typeof value === 'string' ? value : String(value);
+  return escapeControls(text.replace(/\s*[\r\n]+\s*/g, ' '));
 }
 
 /** `12,345` (grouping independent of the machine's locale, so output and tests are stable). */

@@ -31,7 +31,8 @@ export async function readTickers(v: Values, io: CliIo, command: string): Promis
   return [...new Set(tickers)];
 }
 
-async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+/** All of a stream (stdin) as UTF-8 text. */
+export async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
   return Buffer.concat(chunks).toString('utf8');

@@ -6,6 +6,8 @@
  * and the server's `{message}` when it sent one. Decode and value errors say where: page, row, column.
  */
 
+import { redactError, redactSecrets } from './redact.js';
+
 export type DqsErrorCode =
   | 'DQS_INVALID_ARGUMENT'
   | 'DQS_AUTH'
@@ -25,7 +27,8 @@ export type DqsErrorCode =
   | 'DQS_TRUNCATED'
   | 'DQS_ROW_LIMIT'
   | 'DQS_FORMAT_NOT_OFFERED'
-  | 'DQS_MISSING_PACKAGE';
+  | 'DQS_MISSING_PACKAGE'
+  | 'DQS_QUERY_FAILED';
 
 /** A page request of a result: its 1-based `start` and `limit`. */
 export interface PageRef {
@@ -48,7 +51,9 @@ export class DqsError extends Error {
   /** Set on the error a result stream fails with, once its query is known: where to resume. */
   checkpoint: ResumePoint | undefined;
   constructor(code: DqsErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    // Masked before the stack is made from it: a server may echo the key in what we quote.
+    super(redactSecrets(message), options);
+    redactError(options?.cause);
     this.code = code;
     this.name = new.target.name;
     this.page = undefined;
@@ -102,7 +107,8 @@ export class HttpError extends DqsError {
     this.status = details.status;
     this.method = details.method;
     this.url = details.url;
-    this.serverMessage = details.serverMessage;
+    this.serverMessage =
+      details.serverMessage === undefined ? undefined : redactSecrets(details.serverMessage);
   }
 }
 
@@ -193,6 +199,39 @@ export class ProtocolError extends DqsError {
   }
 }
 
+/** The states the spec names; any other one ends a wait at once (`QueryFailedError`). */
+export const KNOWN_QUERY_STATES: ReadonlySet<string> = new Set(['running', 'complete']);
+
+/**
+ * The service reported a query state the spec does not name (`failed`, `cancelled`, ...). Waiting cannot
+ * turn it into `complete`, so the wait ends at once instead of polling until its timeout.
+ */
+export class QueryFailedError extends DqsError {
+  /** The state the service reported, as sent. */
+  readonly state: string;
+  readonly datasetId: string;
+  readonly queryId: string;
+  /** The `message` the service sent with it, when it sent one. */
+  readonly serverMessage: string | undefined;
+  constructor(details: {
+    state: string;
+    datasetId: string;
+    queryId: string;
+    serverMessage?: string | undefined;
+  }) {
+    const server = details.serverMessage ? `: ${details.serverMessage}` : '';
+    super(
+      'DQS_QUERY_FAILED',
+      `The query ${details.queryId} on ${details.datasetId} is in state ${safeRepr(details.state)}, not running or complete${server}`,
+    );
+    this.state = redactSecrets(details.state);
+    this.datasetId = details.datasetId;
+    this.queryId = details.queryId;
+    this.serverMessage =
+      details.serverMessage === undefined ? undefined : redactSecrets(details.serverMessage);
+  }
+}
+
 /**
  * A body this client cannot turn back into what the server encoded: a `Content-Encoding` it has no decoder
  * for, or a body that is not what its `Content-Encoding` says (says gzip, sends plain). Never handed on to a
@@ -210,8 +249,13 @@ export class ContentEncodingError extends ProtocolError {
 /** A response body was larger than the configured maximum. */
 export class ResponseTooLargeError extends DqsError {
   readonly maxBytes: number;
-  constructor(info: RequestInfo, maxBytes: number, reason = `body exceeds the limit of ${maxBytes} bytes`) {
-    super('DQS_RESPONSE_TOO_LARGE', `${info.method} ${info.url}: ${reason}`);
+  constructor(
+    info: RequestInfo,
+    maxBytes: number,
+    reason = `body exceeds the limit of ${maxBytes} bytes`,
+    options?: { cause?: unknown },
+  ) {
+    super('DQS_RESPONSE_TOO_LARGE', `${info.method} ${info.url}: ${reason}`, options);
     this.maxBytes = maxBytes;
   }
 }
@@ -257,7 +301,7 @@ export class InvalidValueError extends DqsError {
     this.page = loc.page;
     this.row = loc.row;
     this.column = loc.column;
-    this.value = value;
+    this.value = typeof value === 'string' ? redactSecrets(value) : value;
     this.expected = expected;
   }
 }

@@ -91,6 +91,8 @@ export interface QueryHandle {
   state: QueryState;
   total: number;
   formats: string[];
+  /** A `message` the service sent with the handle (not in the spec; kept for a failed state). */
+  message?: string;
 }
 
 /** What a HEAD check tells, from its headers. */

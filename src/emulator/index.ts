@@ -29,4 +29,4 @@ export {
 } from './fault-plan.js';
 export type { Fault, FaultContext, FaultHook } from './faults.js';
 export type { EmulatorOptions } from './options.js';
-export { type Emulator, type RequestRecord, startEmulator } from './server.js';
+export { type Emulator, type EmulatorStats, type RequestRecord, startEmulator } from './server.js';

@@ -126,6 +126,29 @@ export interface EmulatorOptions {
    * @default 0
    */
   readonly requestsPerMinute?: number;
+  /**
+   * Load shedding: rows of the result pages being built or sent at once. A page that would exceed it is
+   * answered `503` with `Retry-After` (the seconds the emulator needs for the work it has queued), unless
+   * it has at most 1,024 rows (a slice of work: never shed) or nothing else is in flight. 0: no bound.
+   * @default 250000 (about 100 MB of job_listings table JSON); 0 when WAN shaping is on (`latencyMs`,
+   * `pageTimeMs`, `rowTimeMs` or a bandwidth), whose configured limits are then the only ones
+   */
+  readonly maxPageRowsInFlight?: number;
+  /**
+   * Cached pages unused for this long are dropped, so memory returns near idle after a load. 0: never.
+   * @default 5000
+   */
+  readonly pageCacheIdleMs?: number;
+  /**
+   * Time allowed to receive a request's headers; past it, `408` and the connection closes.
+   * @default 20000
+   */
+  readonly headersTimeoutMs?: number;
+  /**
+   * Time allowed to receive a whole request (headers and body); past it, `408`.
+   * @default 60000
+   */
+  readonly requestTimeoutMs?: number;
 }
 
 export interface CompressionOptions {
@@ -166,6 +189,10 @@ export interface NormalizedOptions {
   readonly totalBytesPerSecond: number;
   readonly maxInFlight: number;
   readonly requestsPerMinute: number;
+  readonly maxPageRowsInFlight: number;
+  readonly pageCacheIdleMs: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
 }
 
 export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault' | 'compression'> = Object.freeze({
@@ -190,6 +217,10 @@ export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault' | 'compression'> =
   totalBytesPerSecond: 0,
   maxInFlight: 0,
   requestsPerMinute: 0,
+  maxPageRowsInFlight: 250_000,
+  pageCacheIdleMs: 5000,
+  headersTimeoutMs: 20_000,
+  requestTimeoutMs: 60_000,
 });
 
 const KNOWN = new Set<string>([...Object.keys(DEFAULT_OPTIONS), 'fault', 'compression']);
@@ -205,6 +236,12 @@ function integer(name: string, value: unknown, fallback: number, min: number, ma
     fail(name, `an integer ${range}`, value);
   }
   return value;
+}
+
+function shaped(o: EmulatorOptions): boolean {
+  return [o.latencyMs, o.pageTimeMs, o.rowTimeMs, o.connectionBytesPerSecond, o.totalBytesPerSecond].some(
+    (v) => typeof v === 'number' && v > 0,
+  );
 }
 
 /** A finite number >= 0 (fractions allowed: `rowTimeMs: 0.02`). */
@@ -359,6 +396,31 @@ export function normalizeOptions(options: EmulatorOptions = {}): NormalizedOptio
       d.requestsPerMinute,
       0,
       Number.MAX_SAFE_INTEGER,
+    ),
+    maxPageRowsInFlight: integer(
+      'maxPageRowsInFlight',
+      options.maxPageRowsInFlight,
+      // A shaped emulator models a given service, whose limits are the ones configured (maxInFlight,
+      // requestsPerMinute): its own shedding would add 503s nobody asked for, as shaped pages stay in
+      // flight for their latency and transfer time.
+      shaped(options) ? 0 : d.maxPageRowsInFlight,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
+    pageCacheIdleMs: integer('pageCacheIdleMs', options.pageCacheIdleMs, d.pageCacheIdleMs, 0, 2_147_483_647),
+    headersTimeoutMs: integer(
+      'headersTimeoutMs',
+      options.headersTimeoutMs,
+      d.headersTimeoutMs,
+      1,
+      2_147_483_647,
+    ),
+    requestTimeoutMs: integer(
+      'requestTimeoutMs',
+      options.requestTimeoutMs,
+      d.requestTimeoutMs,
+      1,
+      2_147_483_647,
     ),
   };
 }

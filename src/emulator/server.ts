@@ -2,7 +2,7 @@
  * The emulator's HTTP server: request log, fault hook, routing, transmission. No input may crash it:
  * every request runs inside one try/catch and malformed HTTP is answered by `clientError`.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { encodeReply } from './encode.js';
@@ -10,6 +10,7 @@ import { checkFault, type Fault, faultReply } from './faults.js';
 import type { RouteRequest, ServiceState } from './handlers/context.js';
 import { capText, quote } from './messages.js';
 import { type EmulatorOptions, type NormalizedOptions, normalizeOptions } from './options.js';
+import { BuildCancelled, PageBuilder } from './page-builder.js';
 import { PageCache } from './page-cache.js';
 import { QueryStore } from './query-store.js';
 import { readBody } from './read-body.js';
@@ -40,6 +41,22 @@ export interface RequestRecord {
   readonly at: number;
 }
 
+/** What the emulator is doing now: for tests of load shedding and for the load benchmark. */
+export interface EmulatorStats {
+  /** Requests being answered. */
+  readonly requestsInFlight: number;
+  /** Rows of the result pages being built or sent (bounded by `maxPageRowsInFlight`). */
+  readonly pageRowsInFlight: number;
+  /** Pages being built, and their rows still to build. */
+  readonly pagesBuilding: number;
+  readonly rowsQueued: number;
+  /** Page requests answered 503 by load shedding so far. */
+  readonly shed: number;
+  /** Serialized and compressed bodies in the page cache, and their bytes. */
+  readonly cachedPages: number;
+  readonly cachedBytes: number;
+}
+
 /** A running emulator. */
 export interface Emulator {
   /** Base URL including `basePath`, no trailing slash, e.g. `http://127.0.0.1:41234/api`. */
@@ -54,6 +71,8 @@ export interface Emulator {
   readonly requests: readonly RequestRecord[];
   /** Empties `requests` (the same array). */
   resetRequests(): void;
+  /** A snapshot of its load. */
+  stats(): EmulatorStats;
   /** Stops listening, closes every connection (keep-alive ones too), cancels delays; idempotent. */
   close(): Promise<void>;
 }
@@ -66,15 +85,17 @@ function urlHost(host: string): string {
 class EmulatorServer implements Emulator {
   readonly #options: NormalizedOptions;
   readonly #state: ServiceState;
-  readonly #server = createServer();
+  readonly #server: Server;
   readonly #requests: RequestRecord[] = [];
-  /** Aborted by `close()`: cancels fault delays and trickles so nothing outlives the server. */
-  readonly #closing = new AbortController();
   #received = 0;
   #closed: Promise<void> | undefined;
   #port = 0;
   /** Requests admitted and not yet answered in full (`maxInFlight`). */
   #inFlight = 0;
+  /** Requests being handled, admitted or not. */
+  #active = 0;
+  /** Their abort controllers, which `close()` aborts (cheaper per request than `AbortSignal.any`). */
+  readonly #answering = new Set<AbortController>();
   readonly #minute: MinuteWindow | undefined;
   readonly #totalPacer: Pacer | undefined;
   /** Per connection: its pacer, and whether its first response (which pays the handshake) is still due. */
@@ -85,8 +106,19 @@ class EmulatorServer implements Emulator {
     this.#state = {
       options,
       queries: new QueryStore(options.queryDelayMs),
-      pages: new PageCache(options.pageCacheSize, options.pageCacheBytes),
+      pages: new PageCache(options.pageCacheSize, options.pageCacheBytes, options.pageCacheIdleMs),
+      builder: new PageBuilder(),
+      pagesInFlight: { rows: 0, shed: 0 },
     };
+    this.#server = createServer({
+      headersTimeout: options.headersTimeoutMs,
+      requestTimeout: Math.max(options.requestTimeoutMs, options.headersTimeoutMs),
+      // How often Node looks for late requests: a quarter of the shorter timeout, so a 408 comes on time.
+      connectionsCheckingInterval: Math.max(
+        50,
+        Math.min(options.headersTimeoutMs, options.requestTimeoutMs) / 4,
+      ),
+    });
     this.#minute = options.requestsPerMinute > 0 ? new MinuteWindow(options.requestsPerMinute) : undefined;
     this.#totalPacer = options.totalBytesPerSecond > 0 ? new Pacer(options.totalBytesPerSecond) : undefined;
     this.#server.on('connection', (socket: Socket) => {
@@ -101,12 +133,15 @@ class EmulatorServer implements Emulator {
         socket.destroy();
         return;
       }
-      const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-      const body = JSON.stringify({
-        message: status === 431 ? 'request headers too large' : 'malformed HTTP request',
-      });
+      const [status, reason, message] =
+        err.code === 'HPE_HEADER_OVERFLOW'
+          ? [431, 'Request Header Fields Too Large', 'request headers too large']
+          : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+            ? [408, 'Request Timeout', 'request not received in time (headers or body too slow)']
+            : [400, 'Bad Request', 'malformed HTTP request'];
+      const body = JSON.stringify({ message });
       socket.end(
-        `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+        `HTTP/1.1 ${status} ${reason}\r\n` +
           `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );
     });
@@ -136,6 +171,19 @@ class EmulatorServer implements Emulator {
     this.#requests.length = 0;
   }
 
+  stats(): EmulatorStats {
+    const { builder, pages, pagesInFlight } = this.#state;
+    return {
+      requestsInFlight: this.#active,
+      pageRowsInFlight: pagesInFlight.rows,
+      pagesBuilding: builder.size,
+      rowsQueued: builder.queuedRows,
+      shed: pagesInFlight.shed,
+      cachedPages: pages.size,
+      cachedBytes: pages.bytes,
+    };
+  }
+
   async listen(): Promise<void> {
     await new Promise<void>((resolve, reject) => {
       this.#server.once('error', reject);
@@ -149,7 +197,7 @@ class EmulatorServer implements Emulator {
 
   close(): Promise<void> {
     this.#closed ??= new Promise<void>((resolve) => {
-      this.#closing.abort();
+      for (const request of this.#answering) request.abort();
       this.#server.close(() => resolve());
       this.#server.closeAllConnections();
     });
@@ -176,7 +224,17 @@ class EmulatorServer implements Emulator {
     if (this.#requests.length > options.requestLogLimit) {
       this.#requests.splice(0, this.#requests.length - options.requestLogLimit);
     }
-    const signal = this.#closing.signal;
+    // Aborted when the client goes away before its answer is complete, or the emulator closes: waits end
+    // and page builds nobody else waits for stop.
+    const gone = new AbortController();
+    const signal = gone.signal;
+    this.#active++;
+    this.#answering.add(gone);
+    res.once('close', () => {
+      this.#active--;
+      this.#answering.delete(gone);
+      if (!res.writableFinished) gone.abort();
+    });
     const arrived = performance.now();
     const connection = this.#connections.get(req.socket);
     // The WAN: one round trip before the first byte, and one more for the handshake of a new connection.
@@ -216,7 +274,7 @@ class EmulatorServer implements Emulator {
         return;
       }
       if (fault?.kind === 'status') reply = faultReply(fault);
-      reply ??= await this.#route(req, target);
+      reply ??= await this.#route(req, res, target, signal);
       if (reply.rows !== undefined) firstByteAt += options.pageTimeMs + options.rowTimeMs * reply.rows;
       reply = await encodeReply(
         reply,
@@ -233,7 +291,13 @@ class EmulatorServer implements Emulator {
       await transmit(res, reply, fault, signal, { connection: connection?.pacer, total: this.#totalPacer });
     } catch (err) {
       // Nobody left to answer (closing, hung up), or too late for a status: just drop the connection.
-      if (signal.aborted || res.headersSent || res.destroyed || req.socket.destroyed) {
+      if (
+        signal.aborted ||
+        err instanceof BuildCancelled ||
+        res.headersSent ||
+        res.destroyed ||
+        req.socket.destroyed
+      ) {
         res.destroy();
         return;
       }
@@ -277,7 +341,12 @@ class EmulatorServer implements Emulator {
     return undefined;
   }
 
-  #route(req: IncomingMessage, target: ReturnType<typeof parseTarget>): Promise<Reply> | Reply {
+  #route(
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: ReturnType<typeof parseTarget>,
+    signal: AbortSignal,
+  ): Promise<Reply> | Reply {
     const { options } = this.#state;
     if (target.segments === undefined || target.query === undefined) {
       return errorReply(400, 'malformed request target: bad percent-encoding or not an absolute path');
@@ -293,6 +362,10 @@ class EmulatorServer implements Emulator {
       query: target.query,
       headers: req.headers,
       readBody: () => readBody(req, options.maxBodyBytes),
+      signal,
+      onDone: (fn) => {
+        res.once('close', fn);
+      },
     };
     return route(target.segments, routeRequest, this.#state);
   }

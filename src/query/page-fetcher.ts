@@ -5,7 +5,14 @@
  */
 
 import { channel } from 'node:diagnostics_channel';
-import { atPage, DqsError, ProtocolError } from '../core/errors.js';
+import {
+  atPage,
+  DqsError,
+  KNOWN_QUERY_STATES,
+  ProtocolError,
+  QueryFailedError,
+  ResponseTooLargeError,
+} from '../core/errors.js';
 import type { BodyPool, PageBody, PageDecoder, PagePart } from '../decode/index.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import { statusFromHeaders } from '../transport/endpoints.js';
@@ -98,10 +105,16 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
       });
   const headersAt = performance.now();
   try {
-    // Formats without a page envelope (CSV, XLSX): the headers give the total, position is what we asked for.
-    const status = ctx.decoder.format.envelope ? undefined : statusFromHeaders(response);
+    // Formats without a page envelope (CSV, XLSX): position is what we asked for, and the total is the
+    // HEAD's unless the response repeats the query headers (checked then). The spec shows none on the data GET.
+    const status = ctx.decoder.format.envelope ? undefined : dataGetStatus(ctx, response);
     const body = pageBody(response, ctx.maxResponseBytes);
-    const { part, envelope } = await ctx.decoder.decode(body, sub);
+    const { part, envelope } = await ctx.decoder.decode(body, sub).catch((err: unknown) => {
+      // V8 cannot make a string that long: a body too large to read as text, not a plain Error.
+      throw isStringTooLong(err)
+        ? new ResponseTooLargeError(response.info, ctx.maxResponseBytes, undefined, { cause: err })
+        : err;
+    });
     const rows = partLength(part);
     const wireBytes = response.wireBytes(body.bytes);
     if (pageChannel.hasSubscribers) {
@@ -125,6 +138,29 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
     discardBody(response);
     response.done();
   }
+}
+
+function isStringTooLong(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException | null)?.code === 'ERR_STRING_TOO_LONG';
+}
+
+/**
+ * The query headers of a CSV/XLSX data GET, when it has them: a state the spec does not name is a
+ * `QueryFailedError`, a malformed total a `ProtocolError` (via `statusFromHeaders`). Without them the
+ * result is the one the HEAD described.
+ */
+function dataGetStatus(ctx: PageFetchContext, response: HttpResponse): { total: number } {
+  const state = response.headers['x-state'];
+  const total = response.headers['x-total'];
+  if (state === undefined && total === undefined) return { total: ctx.total };
+  if (typeof state === 'string' && state.trim() !== '' && !KNOWN_QUERY_STATES.has(state.trim())) {
+    throw new QueryFailedError({ state: state.trim(), datasetId: ctx.datasetId, queryId: ctx.queryId });
+  }
+  if (state === undefined) {
+    // A total without a state: read it as a complete query's.
+    return statusFromHeaders({ ...response, headers: { ...response.headers, 'x-state': 'complete' } });
+  }
+  return statusFromHeaders(response);
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 
 import { linkSignals, sleep } from '../core/abortable.js';
-import { TimeoutError } from '../core/errors.js';
+import { KNOWN_QUERY_STATES, QueryFailedError, TimeoutError } from '../core/errors.js';
 import type { QueryBody, QueryHandle, QueryStatus } from '../core/wire.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 
@@ -44,6 +44,14 @@ export async function createAndWait(
   );
   try {
     const handle = await client.createQuery(datasetId, body, { signal });
+    if (!KNOWN_QUERY_STATES.has(handle.state)) {
+      throw new QueryFailedError({
+        state: handle.state,
+        datasetId,
+        queryId: handle.id,
+        serverMessage: handle.message,
+      });
+    }
     if (handle.state === 'complete') return { handle, status: undefined };
     const status = await waitForQuery(client, datasetId, handle.id, { ...options, signal });
     return { handle, status };
@@ -52,7 +60,11 @@ export async function createAndWait(
   }
 }
 
-/** Polls HEAD until the query reports `complete`. Always checks at least once: the handle has no `truncated`. */
+/**
+ * Polls HEAD until the query reports `complete`. Always checks at least once: the handle has no
+ * `truncated`. A state the spec does not name ends the wait at once with a `QueryFailedError`: polling
+ * a `failed` query until the timeout would only hide what the service said.
+ */
 export async function waitForQuery(
   client: EndpointClient,
   datasetId: string,
@@ -65,6 +77,9 @@ export async function waitForQuery(
     const status = await client.checkQuery(datasetId, queryId, { signal: options.signal });
     options.onStatus?.(status);
     if (status.state === 'complete') return status;
+    if (!KNOWN_QUERY_STATES.has(status.state)) {
+      throw new QueryFailedError({ state: status.state, datasetId, queryId });
+    }
     // Jitter over the upper quarter keeps many clients from polling in lockstep without waiting much
     // longer than the step; the service's Retry-After, when it sends one, comes first.
     const step = status.retryAfterMs ?? pause * (0.75 + Math.random() * 0.25);

@@ -2,6 +2,7 @@
  * One HTTP exchange with the service: URL building, headers, credentials, timeouts, abort, and turning
  * statuses and socket failures into typed errors. Everything above speaks in paths and typed results.
  */
+import { constants as bufferConstants } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher, request } from 'undici';
 import {
@@ -21,6 +22,7 @@ import {
   ServerError,
   TimeoutError,
 } from '../core/errors.js';
+import { registerSecret } from '../core/redact.js';
 import { VERSION } from '../core/version.js';
 import { CompressionChoice } from './compression-choice.js';
 import { decodeBody, parseContentEncoding } from './content-encoding.js';
@@ -46,6 +48,7 @@ export interface HttpRequest {
   readonly bulk?: boolean;
 }
 
+const { MAX_STRING_LENGTH } = bufferConstants;
 /** A response whose headers arrived with an acceptable status; the body is still to be read. */
 export interface HttpResponse {
   readonly status: number;
@@ -134,6 +137,7 @@ export class HttpTransport {
             `it returned ${typeof token === 'string' ? 'a string that is not printable ASCII' : typeof token}`,
           );
         }
+        registerSecret(token);
         this.#token = token;
       }
       return this.#token;
@@ -305,7 +309,7 @@ export class HttpTransport {
       const response = await this.#sendChecked(req);
       try {
         const buf = await readBounded(response, this.#options.maxResponseBytes);
-        return { response, text: buf.toString('utf8') };
+        return { response, text: bodyText(buf, response.info) };
       } finally {
         response.done();
       }
@@ -325,6 +329,19 @@ export function discardBody(response: HttpResponse): void {
   if (response.body.destroyed) return;
   response.body.on('error', () => {});
   response.body.destroy();
+}
+
+/**
+ * A body as UTF-8 text. V8 cannot make a string past `MAX_STRING_LENGTH` characters and throws a plain
+ * `Error` (`ERR_STRING_TOO_LONG`); that is a body too large to read as text, a `ResponseTooLargeError`.
+ */
+export function bodyText(body: Buffer, info: RequestInfo): string {
+  try {
+    return body.toString('utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_STRING_TOO_LONG') throw err;
+    throw new ResponseTooLargeError(info, MAX_STRING_LENGTH, undefined, { cause: err });
+  }
 }
 
 /** Inflated bytes past which a body may inflate at most this many times its wire size. */

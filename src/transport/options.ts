@@ -1,5 +1,7 @@
+import { constants as bufferConstants } from 'node:buffer';
 import type { Dispatcher } from 'undici';
 import { InvalidArgumentError, safeRepr } from '../core/errors.js';
+import { registerSecret } from '../core/redact.js';
 import { API_VERSION } from '../core/wire.js';
 import { type ContentCoding, isSupportedCoding, SUPPORTED_CODINGS } from './content-encoding.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limiter.js';
@@ -31,8 +33,10 @@ export interface ClientOptions {
    */
   readonly timeoutMs?: number;
   /**
-   * Largest response body accepted, in bytes. A hostile or broken server cannot run us out of memory.
-   * @default 512 MiB
+   * Largest response body accepted, in bytes, checked on `Content-Length` before reading and while
+   * reading. A hostile or broken server cannot run us out of memory. At most V8's longest string
+   * (`buffer.constants.MAX_STRING_LENGTH`, 2^29 - 24 on 64-bit), since a body may be read as text.
+   * @default 256 MiB (a page of 10,000 rows is a few MB: this is a fence, not a budget)
    */
   readonly maxResponseBytes?: number;
   /**
@@ -105,6 +109,8 @@ function normalizeCompression(value: unknown): NormalizedCompression {
 
 const LOOPBACK = new Set(['localhost', '[::1]']);
 /** WHATWG URL normalises IPv4 hosts (`127.1` → `127.0.0.1`), so a literal test is enough here. */
+const { MAX_STRING_LENGTH } = bufferConstants;
+
 const IPV4_LOOPBACK = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
 
 function positiveInteger(value: unknown, name: string, fallback: number): number {
@@ -113,6 +119,24 @@ function positiveInteger(value: unknown, name: string, fallback: number): number
     throw new InvalidArgumentError(name, `Expected an integer >= 1, got ${String(value)} (${typeof value})`);
   }
   return value;
+}
+
+/**
+ * The default body limit: half of V8's longest string, so a body read as text never reaches it (UTF-8
+ * text is at most as many characters as bytes) and a body at the limit, with its text, stays within
+ * twice its size in memory.
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
+
+function maxResponseBytes(value: unknown): number {
+  const n = positiveInteger(value, 'maxResponseBytes', DEFAULT_MAX_RESPONSE_BYTES);
+  if (n > MAX_STRING_LENGTH) {
+    throw new InvalidArgumentError(
+      'maxResponseBytes',
+      `Expected an integer from 1 to ${MAX_STRING_LENGTH} (V8's longest string), got ${n} (number)`,
+    );
+  }
+  return n;
 }
 
 export function normalizeClientOptions(options: ClientOptions = {}): NormalizedClientOptions {
@@ -188,13 +212,15 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     }
     headers[k.toLowerCase()] = String(v);
   }
+  // From now on every error the library makes masks this key, should a server echo it back.
+  if (typeof apiKey === 'string') registerSecret(apiKey);
   return {
     baseUrl,
     token: options.token,
     apiKey: apiKey === '' ? undefined : apiKey,
     apiVersion,
     timeoutMs: positiveInteger(options.timeoutMs, 'timeoutMs', 60_000),
-    maxResponseBytes: positiveInteger(options.maxResponseBytes, 'maxResponseBytes', 512 * 1024 * 1024),
+    maxResponseBytes: maxResponseBytes(options.maxResponseBytes),
     connections:
       options.connections === undefined ? undefined : positiveInteger(options.connections, 'connections', 1),
     headers,

@@ -90,5 +90,6 @@ export function queryHandle(body: unknown, info: RequestInfo): QueryHandle {
     state: h.state as string,
     total: (h.total as number) ?? 0,
     formats: (h.formats as string[]) ?? [],
+    ...(typeof h.message === 'string' ? { message: h.message } : {}),
   };
 }

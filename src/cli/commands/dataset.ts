@@ -3,7 +3,7 @@ import { flag, JSON_OPTION, positionals } from '../args.js';
 import type { Command } from '../command.js';
 import { ExitCode } from '../exit-codes.js';
 import { printJson, terminalWidth } from '../print.js';
-import { count, table } from '../text.js';
+import { cell, count, table } from '../text.js';
 
 export const datasetCommand: Command = {
   name: 'dataset',
@@ -29,11 +29,11 @@ export const datasetCommand: Command = {
       ['state', meta.state],
       ['companies', meta.companies_count === null ? '-' : count(meta.companies_count)],
       ['row cap', count(meta.truncate_limit)],
-      ['formats', (meta.formats ?? []).join(', ') || '-'],
+      ['formats', (Array.isArray(meta.formats) ? meta.formats.join(', ') : '') || '-'],
       ['blog', meta.blog_url ?? '-'],
     ] as const;
     const width = terminalWidth(ctx.io.stdout);
-    const head = about.map(([k, v]) => `${`${k}:`.padEnd(11)}${v}`).join('\n');
+    const head = about.map(([k, v]) => `${`${k}:`.padEnd(11)}${cell(v)}`).join('\n');
     const columns = table(
       meta.fields,
       [

@@ -15,7 +15,7 @@ import { checkTicker } from '../../transport/validate.js';
 import { choice, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
 import { CACHE_OPTIONS } from '../connection.js';
-import { LocalError, systemReason, UsageError } from '../errors.js';
+import { asLocalFault, LocalError, systemReason, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { printJson } from '../print.js';
 import { bytes, count, duration } from '../text.js';
@@ -67,6 +67,10 @@ export const exportCommand: Command = {
       help: 'Format to read from the service: auto|json|csv|xlsx (auto: table JSON when offered). Same output.',
     },
     overwrite: { type: 'boolean', help: 'Write finished partitions again instead of skipping them.' },
+    strict: {
+      type: 'boolean',
+      help: 'With --all-tickers: exit 6 if the service listed a malformed ticker (skipped, with a warning, without it).',
+    },
     ...CACHE_OPTIONS,
     json: {
       ...JSON_OPTION.json!,
@@ -115,9 +119,21 @@ export const exportCommand: Command = {
     const started = performance.now();
     const { client } = await ctx.connect();
     const fromCache = cacheNote(client, ctx.debug);
-    const tickers = all
-      ? (await client.searchTickers(dataset!, '', { signal: ctx.signal })).map((t) => t.id)
-      : given;
+    let malformed = 0;
+    let tickers = given;
+    if (all) {
+      const listed = await client.searchTickers(dataset!, '', { signal: ctx.signal });
+      // One malformed id from the service is not worth failing (nor blaming the user for, with exit 2):
+      // skipped, counted, and fatal only with --strict.
+      tickers = listed.map((t) => t.id).filter((id) => isTicker(id));
+      malformed = listed.length - tickers.length;
+      if (malformed > 0) {
+        const first = listed.find((t) => !isTicker(t.id))!.id;
+        ctx.warn(
+          `skipped ${count(malformed)} malformed ticker${malformed === 1 ? '' : 's'} the service listed (first: ${JSON.stringify(first)})`,
+        );
+      }
+    }
     if (tickers.length === 0) {
       ctx.info(`${dataset} lists no tickers: nothing to export`);
       if (json) printJson(ctx.io.stdout, summaryJson(undefined, dataset!, 0));
@@ -152,15 +168,32 @@ export const exportCommand: Command = {
             'run the same command again to export the rest',
         );
       }
-      throw asLocal(err, outDir);
+      // A file system failure while writing (no space, no permission) is a local error, exit code 7.
+      throw asLocalFault(err, outDir);
     }
     progress.stop();
     const ms = performance.now() - started;
     if (json) printJson(ctx.io.stdout, summaryJson(result, dataset!, ms));
+    ctx.info(summaryLine(result, ms));
+    if (malformed > 0 && flag(v, 'strict')) {
+      ctx.warn(
+        `--strict: ${count(malformed)} malformed ticker${malformed === 1 ? ' was' : 's were'} skipped`,
+      );
+      return ExitCode.protocol;
+    }
     ctx.info(`${summaryLine(result, ms)}${fromCache()}`);
     return ExitCode.ok;
   },
 };
+
+function isTicker(id: unknown): boolean {
+  try {
+    checkTicker(id);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 function streamOptions(v: Values): PartitionStreamOptions {
   const format = choice('export', v, 'format', WIRE_FORMATS);
@@ -171,15 +204,6 @@ function streamOptions(v: Values): PartitionStreamOptions {
     ...(pageSize !== undefined ? { pageSize } : {}),
     ...(concurrency !== undefined ? { concurrency } : {}),
   };
-}
-
-/** A file system failure while writing (no space, no permission) is a local error, exit code 7. */
-function asLocal(err: unknown, outDir: string): unknown {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  if (typeof code === 'string' && /^E[A-Z]+$/.test(code) && (err as NodeJS.ErrnoException).syscall) {
-    return new LocalError(`cannot write to ${outDir}: ${systemReason(err)}`, { cause: err });
-  }
-  return err;
 }
 
 function summaryLine(result: PartitionedExportResult, ms: number): string {

@@ -6,7 +6,7 @@ import type { StreamOptions } from '../../query/stream-options.js';
 import { choice, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
 import { CACHE_OPTIONS } from '../connection.js';
-import { LocalError, systemReason, UsageError } from '../errors.js';
+import { asLocalFault, LocalError, systemReason, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { FILE_FORMATS, fileFormatOf, LABELS, writerFor } from '../file-formats.js';
 import { printJson } from '../print.js';
@@ -131,6 +131,8 @@ export const queryCommand: Command = {
         await pipeline([stream, rowCounter, ...stages, counter, target?.stream ?? ctx.io.stdout], {
           signal: ctx.signal,
         });
+      } catch (err) {
+        throw asLocalFault(err, target ? out : 'stdout');
       } finally {
         progress.stop();
       }
@@ -171,7 +173,7 @@ async function createTarget(out: string): Promise<SafeFile> {
   try {
     return await SafeFile.create(out);
   } catch (err) {
-    throw new LocalError(`cannot write ${out}: ${systemReason(err)}`, { cause: err });
+    throw new LocalError(`cannot create ${out}: ${systemReason(err)}`, { cause: err });
   }
 }
 

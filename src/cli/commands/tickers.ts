@@ -3,7 +3,7 @@ import { flag, JSON_OPTION, positionals } from '../args.js';
 import type { Command } from '../command.js';
 import { ExitCode } from '../exit-codes.js';
 import { printJson, terminalWidth } from '../print.js';
-import { table } from '../text.js';
+import { cell, table } from '../text.js';
 
 export const tickersCommand: Command = {
   name: 'tickers',
@@ -30,7 +30,11 @@ export const tickersCommand: Command = {
         { header: 'NAME', value: (t) => t.display_name },
         { header: 'COUNTRY', value: (t) => t.country },
         { header: 'SECTOR', value: (t) => t.sector },
-        { header: 'ENTITIES', value: (t) => t.entities.map((e) => e.display_name).join(', ') },
+        {
+          header: 'ENTITIES',
+          value: (t) =>
+            Array.isArray(t.entities) ? t.entities.map((e) => cell(e?.display_name)).join(', ') : '',
+        },
       ],
       terminalWidth(ctx.io.stdout),
     );

@@ -16,21 +16,54 @@ import {
 const FIRST_OPENING = civilDay(1985, 1, 1);
 const LAST_OPENING = civilDay(2024, 6, 30);
 
-type City = readonly [name: string, country: string, latitude: number, longitude: number];
+type City = readonly [
+  name: string,
+  country: string,
+  latitude: number,
+  longitude: number,
+  streets: readonly string[],
+];
 
+// Each city with streets of its own, so an address, its city and its country agree.
 // biome-ignore format: table
 const CITIES: readonly City[] = [
-  ['New York', 'US', 40.7128, -74.006], ['Los Angeles', 'US', 34.0522, -118.2437], ['Chicago', 'US', 41.8781, -87.6298],
-  ['Houston', 'US', 29.7604, -95.3698], ['Austin', 'US', 30.2672, -97.7431], ['Seattle', 'US', 47.6062, -122.3321],
-  ['Miami', 'US', 25.7617, -80.1918], ['Denver', 'US', 39.7392, -104.9903], ['Boston', 'US', 42.3601, -71.0589],
-  ['Toronto', 'CA', 43.6532, -79.3832], ['Montréal', 'CA', 45.5019, -73.5674], ['London', 'GB', 51.5072, -0.1276],
-  ['Manchester', 'GB', 53.4808, -2.2426], ['Edinburgh', 'GB', 55.9533, -3.1883], ['Zürich', 'CH', 47.3769, 8.5417],
-  ['Genève', 'CH', 46.2044, 6.1432], ['München', 'DE', 48.1351, 11.582], ['Berlin', 'DE', 52.52, 13.405],
-  ['Paris', 'FR', 48.8566, 2.3522], ['Lyon', 'FR', 45.764, 4.8357], ['Stockholm', 'SE', 59.3293, 18.0686],
-  ['Göteborg', 'SE', 57.7089, 11.9746], ['Amsterdam', 'NL', 52.3676, 4.9041], ['Tokyo', 'JP', 35.6762, 139.6503],
-  ['大阪市', 'JP', 34.6937, 135.5023], ['Sydney', 'AU', -33.8688, 151.2093], ['Melbourne', 'AU', -37.8136, 144.9631],
-  ['São Paulo', 'BR', -23.5558, -46.6396], ['Ciudad de México', 'MX', 19.4326, -99.1332], ['Singapore', 'SG', 1.3521, 103.8198],
+  ['New York', 'US', 40.7128, -74.006, ['Broadway', 'Madison Avenue', 'West 34th Street']],
+  ['Los Angeles', 'US', 34.0522, -118.2437, ['Sunset Boulevard', 'Wilshire Boulevard', 'Figueroa Street']],
+  ['Chicago', 'US', 41.8781, -87.6298, ['North Michigan Avenue', 'West Madison Street', 'State Street']],
+  ['Houston', 'US', 29.7604, -95.3698, ['Westheimer Road', 'Main Street', 'Kirby Drive']],
+  ['Austin', 'US', 30.2672, -97.7431, ['Congress Avenue', 'South Lamar Boulevard', 'Guadalupe Street']],
+  ['Seattle', 'US', 47.6062, -122.3321, ['Pike Street', '1st Avenue', 'Rainier Avenue South']],
+  ['Miami', 'US', 25.7617, -80.1918, ['Biscayne Boulevard', 'Collins Avenue', 'Brickell Avenue']],
+  ['Denver', 'US', 39.7392, -104.9903, ['Colfax Avenue', '16th Street', 'South Broadway']],
+  ['Boston', 'US', 42.3601, -71.0589, ['Boylston Street', 'Newbury Street', 'Washington Street']],
+  ['Toronto', 'CA', 43.6532, -79.3832, ['King Street West', 'Yonge Street', 'Queen Street East']],
+  ['Montréal', 'CA', 45.5019, -73.5674, ['Rue Sainte-Catherine Ouest', 'Boulevard Saint-Laurent', 'Rue Saint-Denis']],
+  ['London', 'GB', 51.5072, -0.1276, ['Oxford Street', 'High Street Kensington', 'Regent Street']],
+  ['Manchester', 'GB', 53.4808, -2.2426, ['Market Street', 'Deansgate', 'Oxford Road']],
+  ['Edinburgh', 'GB', 55.9533, -3.1883, ['Princes Street', 'George Street', 'Leith Walk']],
+  ['Zürich', 'CH', 47.3769, 8.5417, ['Bahnhofstrasse', 'Limmatquai', 'Langstrasse']],
+  ['Genève', 'CH', 46.2044, 6.1432, ['Rue du Rhône', 'Rue de Lausanne', 'Boulevard Carl-Vogt']],
+  ['München', 'DE', 48.1351, 11.582, ['Kaufingerstraße', 'Leopoldstraße', 'Sendlinger Straße']],
+  ['Berlin', 'DE', 52.52, 13.405, ['Kurfürstendamm', 'Friedrichstraße', 'Karl-Marx-Allee']],
+  ['Paris', 'FR', 48.8566, 2.3522, ['rue de Rivoli', 'boulevard Haussmann', 'avenue des Champs-Élysées']],
+  ['Lyon', 'FR', 45.764, 4.8357, ['rue de la République', 'cours Lafayette', 'rue Victor Hugo']],
+  ['Stockholm', 'SE', 59.3293, 18.0686, ['Drottninggatan', 'Götgatan', 'Hamngatan']],
+  ['Göteborg', 'SE', 57.7089, 11.9746, ['Kungsgatan', 'Avenyn', 'Linnégatan']],
+  ['Amsterdam', 'NL', 52.3676, 4.9041, ['Kalverstraat', 'Damrak', 'Ferdinand Bolstraat']],
+  ['Tokyo', 'JP', 35.6762, 139.6503, ['銀座通り', '表参道', '新宿通り']],
+  ['大阪市', 'JP', 34.6937, 135.5023, ['御堂筋', '心斎橋筋', '堺筋']],
+  ['Sydney', 'AU', -33.8688, 151.2093, ['George Street', 'Pitt Street', 'Oxford Street']],
+  ['Melbourne', 'AU', -37.8136, 144.9631, ['Collins Street', 'Bourke Street', 'Chapel Street']],
+  ['São Paulo', 'BR', -23.5558, -46.6396, ['Avenida Paulista', 'Rua Oscar Freire', 'Rua Augusta']],
+  ['Ciudad de México', 'MX', 19.4326, -99.1332, ['Paseo de la Reforma', 'Avenida Insurgentes Sur', 'Calle Madero']],
+  ['Singapore', 'SG', 1.3521, 103.8198, ['Orchard Road', 'Raffles Place', 'Bukit Timah Road']],
 ];
+
+/** City name → its country and streets, for tests that check an address belongs to its city. */
+export const CITY_STREETS: ReadonlyMap<
+  string,
+  { readonly country: string; readonly streets: readonly string[] }
+> = new Map(CITIES.map(([name, country, , , streets]) => [name, { country, streets }]));
 
 const CITIES_BY_COUNTRY = new Map<string, City[]>();
 for (const city of CITIES) {
@@ -39,11 +72,26 @@ for (const city of CITIES) {
   CITIES_BY_COUNTRY.set(city[1], list);
 }
 
-// biome-ignore format: list
-const STREETS = [
-  'Main Street', 'Market St', 'High Street', 'Broadway', 'Oxford Street', 'Rue de Rivoli', 'Bahnhofstrasse',
-  'Orchard Road', 'Avenida Paulista', '銀座通り', 'King Street West', 'Drottninggatan', 'George Street',
-];
+/** The street line as the country writes it: "350 Broadway", "Bahnhofstrasse 12", "Avenida Paulista, 1578". */
+function streetLine(country: string, street: string, number: number): string {
+  switch (country) {
+    case 'DE':
+    case 'CH':
+    case 'SE':
+    case 'NL':
+      // Genève writes the number first, as France does.
+      return street.startsWith('Rue') || street.startsWith('Boulevard')
+        ? `${number} ${street}`
+        : `${street} ${number}`;
+    case 'BR':
+    case 'MX':
+      return `${street}, ${number}`;
+    case 'JP':
+      return `${street} ${Math.ceil(number / 100)}-${(number % 30) + 1}`;
+    default:
+      return `${number} ${street}`;
+  }
+}
 
 export const storeLocations: DatasetDefinition = {
   id: 'store_locations',
@@ -82,13 +130,14 @@ export const storeLocations: DatasetDefinition = {
     // Openings spread over the years in index order, with jitter inside each slot.
     const opened = FIRST_OPENING + Math.floor(((ctx.index + rng.float()) * span) / ctx.count);
     const home = CITIES_BY_COUNTRY.get(company.entry.country);
-    const [city, country, lat, lng] = home && rng.chance(0.7) ? rng.pick(home) : rng.pick(CITIES);
+    const [city, country, lat, lng, streets] = home && rng.chance(0.7) ? rng.pick(home) : rng.pick(CITIES);
 
     const entity = company.entry.entities[0]!;
     const name = rng.chance(0.2)
       ? `${entity.display_name} – ${city} Centre`
       : `${entity.display_name} ${city}`;
-    const street = `${rng.int(1, 2400)} ${rng.pick(STREETS)}`;
+    const number = rng.int(1, 2400);
+    const street = streetLine(country, rng.pick(streets), number);
     const roll = rng.float();
     const address =
       roll < 0.05

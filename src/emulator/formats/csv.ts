@@ -1,5 +1,5 @@
 import type { WireValue } from '../../core/wire.js';
-import type { PageData } from './page.js';
+import type { PageMeta, PageWriter } from './page.js';
 
 const NEEDS_QUOTES = /[",\r\n]/;
 
@@ -15,14 +15,19 @@ function csvField(value: WireValue): string {
 }
 
 /** RFC 4180 with CRLF line ends; every page a complete document with its own header line; no BOM. */
-export function csv(page: PageData): Buffer {
-  const lines: string[] = [page.fields.map((f) => csvField(f.id)).join(',')];
-  for (const chunk of page.chunks()) {
-    for (const row of chunk) {
-      let line = '';
-      for (let j = 0; j < page.fields.length; j++) line += (j === 0 ? '' : ',') + csvField(row[j] ?? null);
-      lines.push(line);
-    }
-  }
-  return Buffer.from(`${lines.join('\r\n')}\r\n`, 'utf8');
+export function csv(page: PageMeta): PageWriter {
+  const width = page.fields.length;
+  const parts: Buffer[] = [Buffer.from(`${page.fields.map((f) => csvField(f.id)).join(',')}\r\n`, 'utf8')];
+  return {
+    add(rows) {
+      let text = '';
+      for (const row of rows) {
+        let line = '';
+        for (let j = 0; j < width; j++) line += (j === 0 ? '' : ',') + csvField(row[j] ?? null);
+        text += `${line}\r\n`;
+      }
+      parts.push(Buffer.from(text, 'utf8'));
+    },
+    finish: () => Buffer.concat(parts),
+  };
 }

@@ -1,5 +1,5 @@
 import type { WireValue } from '../../core/wire.js';
-import type { PageData } from './page.js';
+import type { PageMeta, PageWriter } from './page.js';
 
 /** XML 1.0 text: markup characters escaped, CR and LF as references so parsers keep them as they are. */
 function xmlText(text: string): string {
@@ -42,9 +42,9 @@ function row(values: readonly WireValue[], width: number): string {
  * XLS as Excel 2003 XML (SpreadsheetML), which Excel and LibreOffice open. One worksheet `results`,
  * row 1 the field ids. The client never decodes it; it is offered for download.
  */
-export function xls(page: PageData): Buffer {
+export function xls(page: PageMeta): PageWriter {
   const width = page.fields.length;
-  const parts = [
+  const head = [
     '<?xml version="1.0" encoding="UTF-8"?>\n<?mso-application progid="Excel.Sheet"?>\n',
     '<Workbook xmlns="urn:schemas-microsoft-com:office:spreadsheet" ',
     'xmlns:ss="urn:schemas-microsoft-com:office:spreadsheet">\n',
@@ -54,9 +54,16 @@ export function xls(page: PageData): Buffer {
       width,
     ),
   ];
-  for (const chunk of page.chunks()) {
-    for (const values of chunk) parts.push('\n', row(values, width));
-  }
-  parts.push('\n</Table></Worksheet></Workbook>\n');
-  return Buffer.from(parts.join(''), 'utf8');
+  const parts: Buffer[] = [Buffer.from(head.join(''), 'utf8')];
+  return {
+    add(rows) {
+      let text = '';
+      for (const values of rows) text += `\n${row(values, width)}`;
+      parts.push(Buffer.from(text, 'utf8'));
+    },
+    finish() {
+      parts.push(Buffer.from('\n</Table></Worksheet></Workbook>\n', 'utf8'));
+      return Buffer.concat(parts);
+    },
+  };
 }

@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import type { PageData } from './page.js';
+import type { PageMeta, PageWriter } from './page.js';
 
 /**
  * XLSX through exceljs's streaming writer, inline strings (`useSharedStrings: false`): one worksheet
@@ -20,7 +20,21 @@ function escapeRow(row: readonly unknown[]): unknown[] {
   return row.map((v) => (typeof v === 'string' ? escapeXlsxText(v) : v));
 }
 
-export async function xlsx(page: PageData): Promise<Buffer> {
+/**
+ * Rows are kept as they come and written at `finish`: exceljs is loaded lazily (an await) and its writer
+ * is asynchronous, so the workbook is produced in one go once every slice has generated its rows.
+ */
+export function xlsx(page: PageMeta): PageWriter {
+  const rows: (readonly unknown[])[] = [];
+  return {
+    add(chunk) {
+      for (const row of chunk) rows.push(row);
+    },
+    finish: () => workbook(page, rows),
+  };
+}
+
+async function workbook(page: PageMeta, rows: readonly (readonly unknown[])[]): Promise<Buffer> {
   // Loaded on the first XLSX page, not with the emulator: exceljs costs ~18 MB of RSS in every process that
   // imports the emulator (the CLI starts one in-process), and most never serve a workbook.
   const { default: ExcelJS } = await import('exceljs');
@@ -38,9 +52,7 @@ export async function xlsx(page: PageData): Promise<Buffer> {
   });
   const sheet = workbook.addWorksheet('results');
   sheet.addRow(page.fields.map((f) => f.id)).commit();
-  for (const chunk of page.chunks()) {
-    for (const row of chunk) sheet.addRow(escapeRow(row as unknown[])).commit();
-  }
+  for (const row of rows) sheet.addRow(escapeRow(row)).commit();
   sheet.commit();
   await workbook.commit();
   await done;

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { NormalizedOptions } from '../options.js';
+import type { PageBuilder } from '../page-builder.js';
 import type { PageCache } from '../page-cache.js';
 import type { QueryStore } from '../query-store.js';
 
@@ -8,6 +9,9 @@ export interface ServiceState {
   readonly options: NormalizedOptions;
   readonly queries: QueryStore;
   readonly pages: PageCache;
+  readonly builder: PageBuilder;
+  /** Rows of the result pages being built or sent (`maxPageRowsInFlight`), and how many were shed. */
+  readonly pagesInFlight: { rows: number; shed: number };
 }
 
 export type BodyResult =
@@ -21,4 +25,8 @@ export interface RouteRequest {
   readonly headers: IncomingHttpHeaders;
   /** Reads the body, refusing (without reading further) beyond `maxBodyBytes`. */
   readBody(): Promise<BodyResult>;
+  /** Aborted when the client goes away before its answer is sent (or the emulator closes). */
+  readonly signal: AbortSignal;
+  /** Runs `fn` once the response is done: sent in full, or its connection gone. */
+  onDone(fn: () => void): void;
 }

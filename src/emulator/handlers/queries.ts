@@ -1,6 +1,6 @@
 import { MediaType } from '../../core/wire.js';
 import type { DatasetDefinition } from '../datasets/index.js';
-import { CONTENT_TYPES, serializePage } from '../formats/index.js';
+import { CONTENT_TYPES, pageWriter } from '../formats/index.js';
 import { capText, quote } from '../messages.js';
 import { negotiate } from '../negotiate.js';
 import { checkQueryBody, computeQueryId } from '../query-body.js';
@@ -88,6 +88,44 @@ function positiveInteger(name: string, raw: string | undefined, fallback: number
   return value;
 }
 
+/** Pages of at most this many rows cost one slice and little memory: never shed. */
+export const SMALL_PAGE_ROWS = 1024;
+
+/**
+ * Load shedding: a page to build is admitted while the rows of pages in flight (being built or sent) stay
+ * within `maxPageRowsInFlight`, or when it is small, or when nothing else is in flight (so a page larger
+ * than the bound is served on a quiet emulator). Otherwise `503` with `Retry-After`: the seconds the
+ * builder needs for what it has queued, at its measured throughput.
+ */
+function admitPage(
+  rows: number,
+  req: RouteRequest,
+  state: ServiceState,
+  headers: Record<string, string>,
+): Reply | undefined {
+  const { maxPageRowsInFlight } = state.options;
+  const flight = state.pagesInFlight;
+  const admit =
+    maxPageRowsInFlight === 0 ||
+    rows <= SMALL_PAGE_ROWS ||
+    flight.rows === 0 ||
+    flight.rows + rows <= maxPageRowsInFlight;
+  if (!admit) {
+    const seconds = Math.min(60, Math.max(1, Math.ceil(state.builder.drainMs() / 1000)));
+    flight.shed++;
+    return errorReply(
+      503,
+      `overloaded: ${flight.rows} page rows in flight (bound ${maxPageRowsInFlight}); retry later`,
+      { ...headers, 'Retry-After': String(seconds) },
+    );
+  }
+  flight.rows += rows;
+  req.onDone(() => {
+    flight.rows -= rows;
+  });
+  return undefined;
+}
+
 /** `GET /datasets/<id>/query/<qid>?start&limit`, in the format `Accept` picks. */
 export async function readResults(
   query: StoredQuery,
@@ -121,20 +159,32 @@ export async function readResults(
 
   const key = `${query.id}|${format}|${start}|${limit}`;
   // Larger limits are clamped: the page echoes `limit`, `count` says what came.
-  const count = pageRowCount(plan, start - 1, Math.min(limit, options.maxPageSize));
-  const body = await state.pages.get(key, () =>
-    serializePage(format, {
+  const rows = Math.min(limit, options.maxPageSize);
+  const count = pageRowCount(plan, start - 1, rows);
+  let body = state.pages.peek(key);
+  if (body === undefined) {
+    const shed = admitPage(count, req, state, headers);
+    if (shed) return shed;
+    const meta = {
       id: query.id,
-      state: 'complete',
+      state: 'complete' as const,
       total: plan.total,
       start,
       limit,
       count,
-      chunks: () => planRowChunks(plan, start - 1, Math.min(limit, options.maxPageSize)),
       fields: dataset.fields,
       lastDateUpdated: dataset.lastDateUpdated,
-    }),
-  );
+    };
+    const built = state.builder.build(
+      key,
+      count,
+      () => pageWriter(format, meta),
+      () => planRowChunks(plan, start - 1, rows),
+      req.signal,
+    );
+    body = await built;
+    state.pages.set(key, body);
+  }
   return {
     status: 200,
     headers: { ...headers, 'Content-Type': CONTENT_TYPES[format] },

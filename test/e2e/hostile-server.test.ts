@@ -1,0 +1,904 @@
+/**
+ * The client against a raw HTTP server (not the emulator) that misbehaves on purpose (52 cases): lies about totals,
+ * counts and starts, cut and reset bodies, bombs, drips, absurd headers, unknown states, hostile column
+ * ids, echoed keys. Each case asserts the outcome (the right rows, or the named typed error), that it
+ * ended within 30 s with the client's default options (bar `pageSize`, to make several pages), and that
+ * the process's resident memory stayed under 1 GB while it ran (sampled every 20 ms; cases run a few at a
+ * time, so the bound holds for all of them together).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { inspect } from 'node:util';
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  DatasetClient,
+  DqsError,
+  type DqsErrorCode,
+  MediaType,
+  QueryFailedError,
+  type RetryEvent,
+} from '../../src/index.js';
+
+const QID = 'a'.repeat(64);
+const DATASET = 'hostile';
+const GB = 1024 ** 3;
+const CASE_MS = 30_000;
+
+type Row = (string | number | null)[];
+interface Field {
+  id: string;
+  type: string;
+  display_name?: string;
+  summary?: string;
+  format?: string | null;
+}
+
+const FIELDS: Field[] = [
+  { id: 'n', type: 'number', display_name: 'N', summary: '' },
+  { id: 's', type: 'string', display_name: 'S', summary: '' },
+];
+
+function rowsOf(total: number): Row[] {
+  return Array.from({ length: total }, (_, i) => [i + 1, `r${i + 1}`]);
+}
+
+interface PageAsk {
+  start: number;
+  limit: number;
+  /** 1-based count of data GETs so far (1: the first data page, which also gives the fields). */
+  nth: number;
+  csv: boolean;
+}
+
+/** What a case may change; every hook returns true when it answered the request itself. */
+interface Behaviour {
+  total?: number;
+  fields?: Field[];
+  rows?: Row[];
+  headers?: Record<string, string>;
+  post?: (res: ServerResponse, nth: number) => boolean;
+  head?: (res: ServerResponse, nth: number) => boolean;
+  page?: (res: ServerResponse, ask: PageAsk, honest: () => string) => boolean;
+  datasets?: (res: ServerResponse, req: IncomingMessage) => boolean;
+}
+
+interface Hostile {
+  url: string;
+  client: DatasetClient;
+  close(): Promise<void>;
+}
+
+const servers = new Set<Server>();
+
+async function hostile(b: Behaviour = {}, key = 'hostile-key'): Promise<Hostile> {
+  const total = b.total ?? 25;
+  const fields = b.fields ?? FIELDS;
+  const rows = b.rows ?? rowsOf(total);
+  const status = {
+    'x-state': 'complete',
+    'x-total': String(total),
+    'x-truncated': 'false',
+    'x-formats': `${MediaType.table},${MediaType.csv}`,
+    ...b.headers,
+  };
+  let posts = 0;
+  let heads = 0;
+  let gets = 0;
+  const server = createServer((req, res) => {
+    res.on('error', () => {});
+    req.resume();
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (req.method === 'POST') {
+      if (b.post?.(res, ++posts)) return;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      // `running`: the client then checks the HEAD, where most of the lies below are told.
+      return res.end(JSON.stringify({ id: QID, state: 'running', total: 0, formats: [] }));
+    }
+    if (req.method === 'HEAD') {
+      if (b.head?.(res, ++heads)) return;
+      return res.writeHead(200, status).end();
+    }
+    if (!url.pathname.includes('/query/')) {
+      if (b.datasets?.(res, req)) return;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ id: DATASET, fields, datasets: [] }));
+    }
+    const start = Number(url.searchParams.get('start') ?? 1);
+    const limit = Number(url.searchParams.get('limit') ?? 10);
+    const csv = (req.headers.accept ?? '').includes('text/csv');
+    const slice = rows.slice(start - 1, start - 1 + limit);
+    const honest = () =>
+      csv
+        ? `${fields.map((f) => f.id).join(',')}\r\n${slice.map((r) => r.map((v) => (v === null ? '' : String(v))).join(',')).join('\r\n')}\r\n`
+        : JSON.stringify({
+            id: QID,
+            state: 'complete',
+            total,
+            count: slice.length,
+            start,
+            limit,
+            rows: slice,
+            fields,
+            group_fields: [],
+            sort_fields: [],
+            last_date_updated: '2024-01-01T00:00:00Z',
+          });
+    if (b.page?.(res, { start, limit, nth: ++gets, csv }, honest)) return;
+    res.writeHead(200, { ...status, 'content-type': csv ? 'text/csv' : MediaType.table });
+    res.end(honest());
+  });
+  servers.add(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const client = new DatasetClient({ baseUrl: url, apiKey: key });
+  return {
+    url,
+    client,
+    async close() {
+      await client.close().catch(() => {});
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+      servers.delete(server);
+    },
+  };
+}
+
+// Resident memory of this process, sampled while the cases run.
+let peak = 0;
+let sampler: NodeJS.Timeout | undefined;
+beforeAll(() => {
+  sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage.rss());
+  }, 20);
+});
+afterAll(async () => {
+  clearInterval(sampler);
+  for (const s of servers) s.closeAllConnections();
+});
+
+/**
+ * Runs one case: its outcome is checked by `check`, then the time and the memory bound. The peak is the
+ * whole process's since the case began, so it bounds this case together with those running beside it.
+ */
+async function within(run: () => Promise<void>): Promise<void> {
+  const began = performance.now();
+  peak = process.memoryUsage.rss();
+  await run();
+  expect(performance.now() - began).toBeLessThan(CASE_MS);
+  expect(Math.max(peak, process.memoryUsage.rss())).toBeLessThan(GB);
+}
+
+async function rowsFrom(h: Hostile, options: { pageSize?: number; format?: 'json' | 'csv' } = {}) {
+  try {
+    return await h.client.stream(DATASET, {}, { output: 'rows', ...options }).toArray();
+  } finally {
+    await h.close();
+  }
+}
+
+async function failsWith(
+  h: Hostile,
+  codes: DqsErrorCode | DqsErrorCode[],
+  options: { pageSize?: number; format?: 'json' | 'csv' } = {},
+): Promise<DqsError> {
+  try {
+    await h.client.stream(DATASET, {}, { output: 'rows', ...options }).toArray();
+  } catch (err) {
+    expect(err).toBeInstanceOf(DqsError);
+    expect([codes].flat()).toContain((err as DqsError).code);
+    return err as DqsError;
+  } finally {
+    await h.close();
+  }
+  throw new Error('expected the read to fail');
+}
+
+function expectRows(rows: Record<string, unknown>[], total = 25): void {
+  expect(rows).toHaveLength(total);
+  rows.forEach((r, i) => expect(r).toEqual({ n: i + 1, s: `r${i + 1}` }));
+}
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(typeof body === 'string' ? body : JSON.stringify(body));
+  return true;
+}
+
+/** The honest page's JSON with members replaced. */
+function tampered(honest: () => string, change: (page: Record<string, unknown>) => void): string {
+  const page = JSON.parse(honest()) as Record<string, unknown>;
+  change(page);
+  return JSON.stringify(page);
+}
+
+const HEADERS = { 'x-state': 'complete', 'x-truncated': 'false', 'x-formats': MediaType.table };
+
+describe.concurrent('hostile server: lies about totals, counts and starts', () => {
+  it('a page whose total differs from the HEAD total: DQS_PROTOCOL', () =>
+    within(async () => {
+      const h = await hostile({
+        page: (res, ask, honest) =>
+          ask.nth > 1 &&
+          json(
+            res,
+            200,
+            tampered(honest, (p) => (p.total = 26)),
+          ),
+      });
+      const err = await failsWith(h, 'DQS_PROTOCOL', { pageSize: 10 });
+      expect(err.message).toMatch(/total changed from 25 to 26/);
+    }));
+
+  it('a page whose count is not its number of rows: DQS_PROTOCOL', () =>
+    within(async () => {
+      const h = await hostile({
+        page: (res, ask, honest) =>
+          ask.nth > 1 &&
+          json(
+            res,
+            200,
+            tampered(honest, (p) => (p.count = 3)),
+          ),
+      });
+      expect((await failsWith(h, 'DQS_PROTOCOL', { pageSize: 10 })).message).toMatch(/count=3/);
+    }));
+
+  it('a page that echoes another start: DQS_PROTOCOL', () =>
+    within(async () => {
+      const h = await hostile({
+        page: (res, ask, honest) =>
+          ask.start === 11 &&
+          json(
+            res,
+            200,
+            tampered(honest, (p) => (p.start = 1)),
+          ),
+      });
+      expect((await failsWith(h, 'DQS_PROTOCOL', { pageSize: 10 })).message).toMatch(/start=1 for start=11/);
+    }));
+
+  it('a page with more rows than its limit: DQS_PROTOCOL', () =>
+    within(async () => {
+      const extra = rowsOf(40);
+      const h = await hostile({
+        page: (res, ask, honest) =>
+          ask.nth > 1 &&
+          json(
+            res,
+            200,
+            tampered(honest, (p) => {
+              p.rows = extra.slice(0, ask.limit + 5);
+              p.count = ask.limit + 5;
+            }),
+          ),
+      });
+      expect((await failsWith(h, 'DQS_PROTOCOL', { pageSize: 10 })).message).toMatch(
+        /holds 15 rows for limit=10/,
+      );
+    }));
+
+  it('an empty page while rows remain: DQS_PROTOCOL, not a silent short result', () =>
+    within(async () => {
+      const h = await hostile({
+        page: (res, ask, honest) =>
+          ask.start === 21 &&
+          json(
+            res,
+            200,
+            tampered(honest, (p) => {
+              p.rows = [];
+              p.count = 0;
+            }),
+          ),
+      });
+      expect((await failsWith(h, 'DQS_PROTOCOL', { pageSize: 10 })).message).toMatch(/page is empty/);
+    }));
+
+  it('short pages (fewer rows than asked, not at the end): the rest is asked for, the rows are right', () =>
+    within(async () => {
+      const all = rowsOf(25);
+      const h = await hostile({
+        page: (res, ask, honest) => {
+          if (ask.nth === 1) return false;
+          const half = all.slice(ask.start - 1, ask.start - 1 + Math.max(1, Math.floor(ask.limit / 2)));
+          return json(
+            res,
+            200,
+            tampered(honest, (p) => {
+              p.rows = half;
+              p.count = half.length;
+            }),
+          );
+        },
+      });
+      expectRows(await rowsFrom(h, { pageSize: 10 }));
+    }));
+
+  it.each([
+    ['-5', 'negative'],
+    ['abc', 'not a number'],
+    ['10.5', 'fractional'],
+    ['', 'empty'],
+  ])('X-Total %j (%s): DQS_PROTOCOL', (value) =>
+    within(async () => {
+      const h = await hostile({ headers: { 'x-total': value } });
+      expect((await failsWith(h, 'DQS_PROTOCOL')).message).toMatch(/X-Total/);
+    }),
+  );
+
+  it.each([
+    ['1000000000000', 'a trillion'],
+    ['9007199254740993', '2^53 + 1, past exact integers'],
+    ['1000000000', 'a billion with X-Truncated false'],
+  ])('X-Total %s (%s): DQS_ROW_LIMIT before any page is read, in bounded memory', (value) =>
+    within(async () => {
+      let pages = 0;
+      const h = await hostile({
+        headers: { 'x-total': value },
+        page: () => {
+          pages++;
+          return false;
+        },
+      });
+      const err = await failsWith(h, 'DQS_ROW_LIMIT');
+      expect(err.message).toMatch(/more than `maxRows` \(500000\)/);
+      expect(pages).toBe(0);
+    }),
+  );
+
+  it('a total that shrinks between the HEAD and the pages: DQS_PROTOCOL', () =>
+    within(async () => {
+      const h = await hostile({ headers: { 'x-total': '30' } });
+      expect((await failsWith(h, 'DQS_PROTOCOL', { pageSize: 10 })).message).toMatch(/total changed/);
+    }));
+});
+
+describe.concurrent('hostile server: cut, reset and failing bodies', () => {
+  it('a body cut mid-way, every time: DQS_NETWORK after the retries', () =>
+    within(async () => {
+      const h = await hostile({
+        page: (res, ask, honest) => {
+          if (ask.nth === 1) return false;
+          const body = honest();
+          res.writeHead(200, { ...HEADERS, 'x-total': '25', 'content-length': String(body.length) });
+          res.write(body.slice(0, 40));
+          setTimeout(() => res.destroy(), 5);
+          return true;
+        },
+      });
+      await failsWith(h, 'DQS_NETWORK', { pageSize: 10 });
+    }));
+
+  it('a body cut once: retried, the rows are right and none repeats', () =>
+    within(async () => {
+      let cut = false;
+      const h = await hostile({
+        page: (res, ask, honest) => {
+          if (ask.start !== 11 || cut) return false;
+          cut = true;
+          const body = honest();
+          res.writeHead(200, { ...HEADERS, 'x-total': '25', 'content-length': String(body.length) });
+          res.write(body.slice(0, body.length - 10));
+          setTimeout(() => res.destroy(), 5);
+          return true;
+        },
+      });
+      expectRows(await rowsFrom(h, { pageSize: 10 }));
+      expect(cut).toBe(true);
+    }));
+
+  it('a connection reset before the headers, every time: DQS_NETWORK', () =>
+    within(async () => {
+      const h = await hostile({ page: (res, ask) => ask.nth > 1 && (res.socket?.destroy(), true) });
+      await failsWith(h, 'DQS_NETWORK', { pageSize: 10 });
+    }));
+
+  it('resets on the first two tries of a page: retried, the rows are right', () =>
+    within(async () => {
+      let resets = 0;
+      const h = await hostile({
+        page: (res, ask) => ask.start === 21 && resets < 2 && (resets++, res.socket?.destroy(), true),
+      });
+      expectRows(await rowsFrom(h, { pageSize: 10 }));
+      expect(resets).toBe(2);
+    }));
+
+  it('503 with an HTML body, every time: DQS_SERVER', () =>
+    within(async () => {
+      const h = await hostile({
+        page: (res, ask) =>
+          ask.nth > 1 &&
+          (res.writeHead(503, { 'content-type': 'text/html', 'retry-after': '0' }).end('<html>down</html>'),
+          true),
+      });
+      await failsWith(h, 'DQS_SERVER', { pageSize: 10 });
+    }));
+
+  it('429 with an absurd Retry-After (a billion seconds): DQS_RATE_LIMITED at once, no sleeping for years', () =>
+    within(async () => {
+      const h = await hostile({
+        head: (res) => (res.writeHead(429, { 'retry-after': '1000000000' }).end(), true),
+      });
+      await failsWith(h, 'DQS_RATE_LIMITED');
+    }));
+
+  it('a 200 HTML page where JSON belongs: DQS_DECODE, with a short excerpt', () =>
+    within(async () => {
+      const h = await hostile({
+        page: (res) => (
+          res
+            .writeHead(200, { ...HEADERS, 'x-total': '25', 'content-type': 'text/html' })
+            .end(`<html>${'x'.repeat(10_000)}</html>`),
+          true
+        ),
+      });
+      const err = await failsWith(h, 'DQS_DECODE');
+      expect(err.message.length).toBeLessThan(1000);
+    }));
+
+  it('a body drip-fed a few bytes at a time: the rows are right', () =>
+    within(async () => {
+      const h = await hostile({
+        page: (res, _ask, honest) => {
+          const body = Buffer.from(honest());
+          res.writeHead(200, { ...HEADERS, 'x-total': '25', 'content-length': String(body.length) });
+          let at = 0;
+          const drip = setInterval(() => {
+            if (res.destroyed) return clearInterval(drip);
+            res.write(body.subarray(at, at + 64));
+            at += 64;
+            if (at >= body.length) {
+              clearInterval(drip);
+              res.end();
+            }
+          }, 5);
+          return true;
+        },
+      });
+      expectRows(await rowsFrom(h));
+    }));
+
+  it('a Content-Length shorter than the body: the body ends there, DQS_DECODE (not JSON), never a hang', () =>
+    within(async () => {
+      const h = await hostile({
+        page: (res, _ask, honest) => {
+          const body = honest();
+          res.writeHead(200, { ...HEADERS, 'x-total': '25', 'content-length': String(body.length - 20) });
+          res.end(body);
+          return true;
+        },
+      });
+      expect((await failsWith(h, 'DQS_DECODE')).message).toMatch(/not JSON/);
+    }));
+});
+
+describe.concurrent('hostile server: bombs and absurd sizes', () => {
+  it('a declared Content-Length of 600 MB: DQS_RESPONSE_TOO_LARGE before a byte is read', () =>
+    within(async () => {
+      const h = await hostile({
+        page: (res) => {
+          res.writeHead(200, { ...HEADERS, 'x-total': '25', 'content-length': String(600 * 1024 * 1024) });
+          res.write('{');
+          return true;
+        },
+      });
+      await failsWith(h, 'DQS_RESPONSE_TOO_LARGE');
+    }));
+
+  it('a JSON body that never ends (no Content-Length): DQS_RESPONSE_TOO_LARGE at the 256 MiB default', () =>
+    within(async () => {
+      const before = process.memoryUsage.rss();
+      const chunk = Buffer.from(`,"${'x'.repeat(1 << 20)}"`);
+      let sent = 0;
+      const h = await hostile({
+        datasets: (res) => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.write('{"datasets":["a"');
+          const pump = () => {
+            while (!res.destroyed && res.write(chunk)) sent += chunk.length;
+            if (!res.destroyed) res.once('drain', pump);
+          };
+          pump();
+          return true;
+        },
+      });
+      try {
+        await h.client.listDatasets();
+        expect.unreachable();
+      } catch (err) {
+        expect((err as DqsError).code).toBe('DQS_RESPONSE_TOO_LARGE');
+        expect((err as DqsError).message).toMatch(/limit of 268435456 bytes/);
+      } finally {
+        await h.close();
+      }
+      expect(sent).toBeLessThan(400 * 1024 * 1024);
+      // What reading a body up to the limit costs: at most twice the limit.
+      expect(peak - before).toBeLessThan(2 * 256 * 1024 * 1024);
+    }));
+
+  it('a gzip bomb (64 MB of zeros in 64 KB): DQS_RESPONSE_TOO_LARGE once it inflates 200-fold past 32 MiB', () =>
+    within(async () => {
+      const bomb = gzipSync(Buffer.alloc(256 * 1024 * 1024), { level: 9 });
+      const h = await hostile({
+        page: (res) => {
+          res.writeHead(200, {
+            ...HEADERS,
+            'x-total': '25',
+            'content-type': MediaType.table,
+            'content-encoding': 'gzip',
+            'content-length': String(bomb.length),
+          });
+          res.end(bomb);
+          return true;
+        },
+      });
+      // Inflated as it is read, and refused once it inflates more than 200-fold past 32 MiB.
+      expect((await failsWith(h, 'DQS_RESPONSE_TOO_LARGE')).message).toMatch(/compression bomb/);
+    }));
+
+  it('a JSON nesting bomb (a row a million [ deep): DQS_DECODE naming the row, no stack overflow', () =>
+    within(async () => {
+      const deep = `${'['.repeat(1_000_000)}${']'.repeat(1_000_000)}`;
+      // The first data page holds one row, that array; the rest of the rows come honestly.
+      const h = await hostile({
+        page: (res, ask, honest) =>
+          ask.nth === 1 &&
+          json(
+            res,
+            200,
+            tampered(honest, (p) => {
+              p.rows = ['DEEP'];
+              p.count = 1;
+            }).replace('"DEEP"', deep),
+            { ...HEADERS, 'x-total': '25' },
+          ),
+      });
+      expect((await failsWith(h, 'DQS_DECODE')).message).toMatch(/row has 1 values, expected 2.*row 1\)/);
+    }));
+
+  it('a 20 MB cell: the row is read whole', () =>
+    within(async () => {
+      const big = 'y'.repeat(20 * 1024 * 1024);
+      const rows = rowsOf(3);
+      rows[1]![1] = big;
+      const h = await hostile({ total: 3, rows });
+      const got = await rowsFrom(h);
+      expect(got).toHaveLength(3);
+      expect((got[1]!.s as string).length).toBe(big.length);
+    }));
+
+  it('a 64 KiB response header: DQS_NETWORK (the HTTP parser refuses it)', () =>
+    within(async () => {
+      const h = await hostile({
+        head: (res) => (
+          res.writeHead(200, { ...HEADERS, 'x-total': '25', 'x-junk': 'j'.repeat(64 * 1024) }).end(), true
+        ),
+      });
+      expect((await failsWith(h, 'DQS_NETWORK')).message).toMatch(/HEADERS_OVERFLOW/);
+    }));
+
+  it('400 X-Formats entries of junk and none we read: DQS_FORMAT_NOT_OFFERED', () =>
+    within(async () => {
+      const junk = Array.from({ length: 400 }, (_, i) => `junk/${i};q="a,b"`).join(',');
+      const h = await hostile({ headers: { 'x-formats': junk } });
+      const err = await failsWith(h, 'DQS_FORMAT_NOT_OFFERED');
+      expect(err.message.length).toBeLessThan(20_000);
+    }));
+});
+
+describe.concurrent('hostile server: query states', () => {
+  it('HEAD says state "failed": DQS_QUERY_FAILED at once, naming the state', () =>
+    within(async () => {
+      const began = performance.now();
+      const h = await hostile({ headers: { 'x-state': 'failed' } });
+      const err = (await failsWith(h, 'DQS_QUERY_FAILED')) as QueryFailedError;
+      expect(err).toBeInstanceOf(QueryFailedError);
+      expect(err.state).toBe('failed');
+      expect(err.queryId).toBe(QID);
+      expect(err.message).toMatch(/state "failed"/);
+      expect(performance.now() - began).toBeLessThan(5000);
+    }));
+
+  it('running, then "cancelled": the wait ends at the first unknown state', () =>
+    within(async () => {
+      const h = await hostile({
+        head: (res, nth) => (
+          res
+            .writeHead(200, { ...HEADERS, 'x-total': '0', 'x-state': nth < 3 ? 'running' : 'cancelled' })
+            .end(),
+          true
+        ),
+      });
+      expect(((await failsWith(h, 'DQS_QUERY_FAILED')) as QueryFailedError).state).toBe('cancelled');
+    }));
+
+  it('the POST handle says state "error" with a message: DQS_QUERY_FAILED carries the server\'s message', () =>
+    within(async () => {
+      const h = await hostile({
+        post: (res) =>
+          json(res, 200, { id: QID, state: 'error', total: 0, message: 'quota exhausted for tenant' }),
+      });
+      const err = (await failsWith(h, 'DQS_QUERY_FAILED')) as QueryFailedError;
+      expect(err.serverMessage).toBe('quota exhausted for tenant');
+      expect(err.message).toMatch(/quota exhausted/);
+    }));
+
+  it('no X-State on a 200 HEAD: DQS_PROTOCOL', () =>
+    within(async () => {
+      const h = await hostile({ head: (res) => (res.writeHead(200, { 'x-total': '25' }).end(), true) });
+      expect((await failsWith(h, 'DQS_PROTOCOL')).message).toMatch(/X-State/);
+    }));
+
+  it('a query id that is not 64 hex characters: DQS_PROTOCOL', () =>
+    within(async () => {
+      const h = await hostile({
+        post: (res) => json(res, 200, { id: '../../etc/passwd', state: 'complete' }),
+      });
+      await failsWith(h, 'DQS_PROTOCOL');
+    }));
+
+  it('the HEAD answers 404: DQS_NOT_FOUND', () =>
+    within(async () => {
+      const h = await hostile({ head: (res) => (res.writeHead(404).end(), true) });
+      await failsWith(h, 'DQS_NOT_FOUND');
+    }));
+});
+
+describe.concurrent('hostile server: hostile column ids and values', () => {
+  it('column ids __proto__, constructor, toString: own properties, no prototype touched', () =>
+    within(async () => {
+      const fields = ['__proto__', 'constructor', 'toString'].map((id) => ({
+        id,
+        type: 'string',
+        display_name: id,
+        summary: '',
+      }));
+      const h = await hostile({
+        total: 2,
+        fields,
+        rows: [
+          ['a', 'b', 'c'],
+          ['d', 'e', 'f'],
+        ],
+      });
+      const rows = await rowsFrom(h);
+      expect(rows).toHaveLength(2);
+      expect(Object.getOwnPropertyNames(rows[0]).sort()).toEqual(['__proto__', 'constructor', 'toString']);
+      expect(Object.getOwnPropertyDescriptor(rows[0], '__proto__')?.value).toBe('a');
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+      expect(typeof Object.prototype.toString).toBe('function');
+    }));
+
+  it('duplicate column ids: DQS_DECODE naming the id', () =>
+    within(async () => {
+      const fields = [FIELDS[0]!, { ...FIELDS[1]!, id: 'n' }];
+      const h = await hostile({ fields });
+      const err = await failsWith(h, 'DQS_DECODE');
+      expect(err.message).toMatch(/Duplicate column id "n"/);
+    }));
+
+  it('a column id of 100,000 characters with control characters: the rows are keyed by it, exactly', () =>
+    within(async () => {
+      const id = `\u001b]0;owned\u0007${'c'.repeat(100_000)}`;
+      const h = await hostile({
+        total: 1,
+        fields: [{ id, type: 'string', display_name: '', summary: '' }],
+        rows: [['v']],
+      });
+      const rows = await rowsFrom(h);
+      expect(rows).toEqual([{ [id]: 'v' }]);
+    }));
+
+  it('the fields change from one page to the next: DQS_DECODE', () =>
+    within(async () => {
+      const h = await hostile({
+        page: (res, ask, honest) =>
+          ask.start === 11 &&
+          json(
+            res,
+            200,
+            tampered(honest, (p) => (p.fields = [{ id: 'other', type: 'number' }, FIELDS[1]])),
+            {
+              ...HEADERS,
+              'x-total': '25',
+            },
+          ),
+      });
+      expect((await failsWith(h, 'DQS_DECODE', { pageSize: 10 })).message).toMatch(/not the planned columns/);
+    }));
+
+  it('a number column holding "abc": DQS_INVALID_VALUE naming row and column', () =>
+    within(async () => {
+      const rows = rowsOf(25);
+      rows[16]![0] = 'abc';
+      const h = await hostile({ rows });
+      const err = await failsWith(h, 'DQS_INVALID_VALUE');
+      expect(err.message).toMatch(/"abc"/);
+      expect(err.message).toMatch(/row 17/);
+    }));
+
+  it('a date column holding 20241345: DQS_INVALID_VALUE', () =>
+    within(async () => {
+      const h = await hostile({
+        total: 1,
+        fields: [{ id: 'd', type: 'date', display_name: '', summary: '' }],
+        rows: [['20241345']],
+      });
+      expect((await failsWith(h, 'DQS_INVALID_VALUE')).message).toMatch(/20241345/);
+    }));
+
+  it('a row with fewer cells than fields: DQS_DECODE', () =>
+    within(async () => {
+      const rows = rowsOf(25);
+      rows[3] = [4];
+      const h = await hostile({ rows });
+      expect((await failsWith(h, 'DQS_DECODE')).message).toMatch(/row 4/);
+    }));
+
+  it('rows is an object, not an array: DQS_DECODE', () =>
+    within(async () => {
+      const h = await hostile({
+        page: (res, _ask, honest) =>
+          json(
+            res,
+            200,
+            tampered(honest, (p) => (p.rows = { 0: [1, 'a'] })),
+            { ...HEADERS, 'x-total': '25' },
+          ),
+      });
+      expect((await failsWith(h, 'DQS_DECODE')).message).toMatch(/rows is not an array/);
+    }));
+
+  it('a page body that is JSON null: DQS_DECODE', () =>
+    within(async () => {
+      const h = await hostile({ page: (res) => json(res, 200, 'null', { ...HEADERS, 'x-total': '25' }) });
+      expect((await failsWith(h, 'DQS_DECODE')).message).toMatch(/null/);
+    }));
+
+  it('a ticker list with a malformed id and null where strings belong: returned as sent, no crash', () =>
+    within(async () => {
+      const h = await hostile({
+        datasets: (res) =>
+          json(res, 200, {
+            queries: {
+              '': [
+                {
+                  id: 'nasdaq:aapl',
+                  display_name: 'Apple',
+                  sector: null,
+                  industry: null,
+                  country: 'US',
+                  url: '',
+                  entities: [],
+                },
+                {
+                  id: 'NOT A TICKER',
+                  display_name: null,
+                  sector: null,
+                  industry: null,
+                  country: null,
+                  url: null,
+                  entities: null,
+                },
+              ],
+            },
+          }),
+      });
+      try {
+        const list = await h.client.searchTickers(DATASET, '');
+        expect(list.map((t) => t.id)).toEqual(['nasdaq:aapl', 'NOT A TICKER']);
+        expect(list[0]!.sector).toBeNull();
+      } finally {
+        await h.close();
+      }
+    }));
+});
+
+describe.concurrent('hostile server: CSV', () => {
+  it('a CSV data GET without X-State and X-Total headers: the rows are right (the body carries the page)', () =>
+    within(async () => {
+      const h = await hostile({
+        headers: { 'x-formats': MediaType.csv },
+        page: (res, ask, honest) => {
+          if (!ask.csv) return false;
+          res.writeHead(200, { 'content-type': 'text/csv' });
+          res.end(honest());
+          return true;
+        },
+      });
+      expectRows(await rowsFrom(h, { format: 'csv', pageSize: 10 }));
+    }));
+
+  it('a CSV body cut mid-row, every time: DQS_NETWORK', () =>
+    within(async () => {
+      const h = await hostile({
+        headers: { 'x-formats': MediaType.csv },
+        page: (res, ask, honest) => {
+          if (!ask.csv) return false;
+          const body = honest();
+          res.writeHead(200, {
+            ...HEADERS,
+            'x-total': '25',
+            'content-type': 'text/csv',
+            'content-length': String(body.length),
+          });
+          res.write(body.slice(0, 20));
+          setTimeout(() => res.destroy(), 5);
+          return true;
+        },
+      });
+      await failsWith(h, 'DQS_NETWORK', { format: 'csv' });
+    }));
+
+  it('a CSV page with an unclosed quote: DQS_DECODE', () =>
+    within(async () => {
+      const h = await hostile({
+        headers: { 'x-formats': MediaType.csv },
+        page: (res, ask) => {
+          if (!ask.csv) return false;
+          res.writeHead(200, { ...HEADERS, 'x-total': '25', 'content-type': 'text/csv' });
+          res.end('n,s\r\n1,"never closed\r\n');
+          return true;
+        },
+      });
+      expect((await failsWith(h, 'DQS_DECODE', { format: 'csv' })).message).toMatch(/Quote Not Closed/);
+    }));
+});
+
+describe.concurrent('hostile server: the key stays secret', () => {
+  const KEY = 'sk-live-\\hostile"key\\x41';
+
+  it('a 403 that echoes the key: not in message, serverMessage, inspect or the cause', () =>
+    within(async () => {
+      const h = await hostile(
+        {
+          post: (res) =>
+            json(res, 403, { message: `forbidden for key ${KEY} (escaped: ${JSON.stringify(KEY)})` }),
+        },
+        KEY,
+      );
+      const err = await failsWith(h, 'DQS_AUTH');
+      const all = [
+        err.message,
+        String((err as { serverMessage?: string }).serverMessage),
+        inspect(err, { depth: 8 }),
+        err.stack ?? '',
+      ];
+      for (const text of all) {
+        expect(text).not.toContain(KEY);
+        expect(text).not.toContain(JSON.stringify(KEY).slice(1, -1));
+      }
+      expect(err.message).toContain('forbidden for key ***');
+    }));
+
+  it("a 503 that echoes the key: not in the 'retry' events nor the final error", () =>
+    within(async () => {
+      const h = await hostile(
+        { head: (res) => json(res, 503, { message: `overloaded, key=${KEY}` }, { 'retry-after': '0' }) },
+        KEY,
+      );
+      const events: RetryEvent[] = [];
+      h.client.on('retry', (e: RetryEvent) => events.push(e));
+      const err = await failsWith(h, 'DQS_SERVER');
+      expect(events.length).toBeGreaterThan(0);
+      for (const text of [...events.map((e) => inspect(e, { depth: 8 })), inspect(err, { depth: 8 })]) {
+        expect(text).not.toContain(KEY);
+      }
+    }));
+
+  it('a "not JSON" body quoting the key: the excerpt and the SyntaxError cause are masked', () =>
+    within(async () => {
+      const h = await hostile({ datasets: (res) => json(res, 200, `${KEY} is not json`) }, KEY);
+      try {
+        await h.client.listDatasets();
+        expect.unreachable();
+      } catch (err) {
+        expect((err as DqsError).code).toBe('DQS_PROTOCOL');
+        expect(inspect(err, { depth: 8 })).not.toContain(KEY);
+        expect(inspect(err, { depth: 8 })).not.toContain(JSON.stringify(KEY).slice(1, -1));
+      } finally {
+        await h.close();
+      }
+    }));
+});
