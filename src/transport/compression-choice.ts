@@ -25,7 +25,7 @@ const ALPHA = 0.3;
 const FIRST_RETRY_GAP = 16;
 const MAX_RETRY_GAP = 1024;
 /** Requests between two plain ones while no plain page has been measured yet. */
-const PLAIN_PROBE_GAP = 8;
+const PLAIN_PROBE_GAP = 32;
 
 interface Arm {
   samples: number;
@@ -45,7 +45,7 @@ export class CompressionChoice {
     const { on, off } = this.#arms;
     // Until both are measured: compressed until a compressed page has come back (a slow link must not
     // fill a wide window with plain pages while the first compressed one is on its way, nor a failed or
-    // retried one leave only plain ones measured for good), then one plain page, asked again every 8
+    // retried one leave only plain ones measured for good), then one plain page, asked again every 32
     // requests until one has come back.
     if (on.samples === 0) return this.#count(true);
     if (off.samples === 0) {
