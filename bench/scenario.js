@@ -124,6 +124,23 @@ const scenarios = {
     });
     return rows;
   },
+  // The defaults before adaptive concurrency (a fixed 2, a window of 4 pages): the loopback baseline.
+  async 'lib-table-c2'() {
+    return (await libTable({ concurrency: 2 })).numRows;
+  },
+  async 'lib-ipc-file-c2'() {
+    const client = new DatasetClient({ baseUrl: url, apiKey: key });
+    const path = join(tmpdir(), `dqs-bench-${process.pid}.arrow`);
+    let rows = 0;
+    const stream = client.stream(dataset, {}, { ...lib, concurrency: 2 });
+    stream.on('progress', (p) => {
+      rows = p.rows;
+    });
+    await pipeline(stream, toArrowIpc({ format: 'file' }), createWriteStream(path));
+    await rm(path, { force: true });
+    await client.close();
+    return rows;
+  },
   async 'lib-table'() {
     const table = await libTable();
     extra.tableMB = tableBytes(table) / 2 ** 20;

@@ -85,6 +85,7 @@ export { type CsvOptions, toCsv } from './output/csv.js';
 export { decodeDictionaries } from './output/dictionaries.js';
 export { toJsonl } from './output/jsonl.js';
 export { type ParquetCompression, type ParquetOptions, toParquet } from './output/parquet.js';
+export { type QueryEachItem, type QueryEachOptions, queryEach } from './query/fan-out.js';
 export { type DownloadOptions, QueryResult } from './query/query-result.js';
 export {
   type Checkpoint,
@@ -96,6 +97,7 @@ export {
   type ResultSource,
   ResultStream,
 } from './query/result-stream.js';
+export type { ConcurrencyChange } from './query/scheduler.js';
 export type { StreamOptions } from './query/stream-options.js';
 export type { CallOptions, PageRequest, RawPageRequest } from './transport/endpoints.js';
 export type { ClientOptions } from './transport/options.js';

@@ -52,6 +52,8 @@ it('examples/notebook.mjs runs every recipe against the embedded emulator', asyn
     'aq.fromArrow(table)',
     'toDuckDB(',
     'exportPartitioned(client',
+    // Re-run cells are answered by the result cache (docs/cache.md).
+    'cache: true',
   ]) {
     expect(code).toContain(call);
   }

@@ -4,9 +4,10 @@
  * table below is one line of the document.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -1017,10 +1018,13 @@ const cliCases: CliCase[] = [
 ];
 
 describe.skipIf(!existsSync(CLI))('bad input: CLI (dist/cli/main.js)', () => {
+  const cacheHome = join(tmpdir(), `dqs-bad-input-cache-${process.pid}`);
+  afterAll(() => rmSync(cacheHome, { recursive: true, force: true }));
   function run(args: string[]): Promise<{ code: number | null; stderr: string }> {
     return new Promise((resolve, reject) => {
       const child = spawn(process.execPath, [CLI, ...args], {
-        env: { ...process.env, DQS_BASE_URL: '', DQS_API_KEY: '' },
+        // XDG_CACHE_HOME: the CLI's result cache must not touch the cache of the user running the tests.
+        env: { ...process.env, DQS_BASE_URL: '', DQS_API_KEY: '', XDG_CACHE_HOME: cacheHome },
         cwd: tmpdir(),
         stdio: ['ignore', 'ignore', 'pipe'],
       });

@@ -13,6 +13,11 @@ import { ensureBuilt, finishCli, startCli } from './cli-helpers.js';
 const KEY = 'cli-cache-key-51c0';
 const DATASET = 'store_locations';
 const TICKERS = ['--ticker', 'nasdaq:aapl', '--ticker', 'lse:tsco'];
+/**
+ * Each test runs several CLI processes one after another (~0.5 s each on a quiet machine, 3-5 s with the
+ * machine loaded by parallel suites): the default 30 s is too tight for the longest.
+ */
+const CLI_TIMEOUT = 120_000;
 
 let work: string;
 let cacheHome: string;
@@ -59,179 +64,208 @@ async function entries(): Promise<string[]> {
 }
 
 describe('dqs query with the cache', () => {
-  it('a second run makes two requests and writes the same bytes; --no-cache and --refresh read it all', async () => {
-    freshCache();
-    const out = (n: number) => join(work, `q${n}.csv`);
-    const first = await counted([
-      'query',
-      DATASET,
-      ...TICKERS,
-      '--page-size',
-      '100',
-      '--out',
-      out(1),
-      ...conn(),
-    ]);
-    expect(first.code, first.stderr).toBe(0);
-    expect(first.requests.length).toBeGreaterThan(5);
-    expect(await entries()).toHaveLength(1);
+  it(
+    'a second run makes two requests and writes the same bytes; --no-cache and --refresh read it all',
+    async () => {
+      freshCache();
+      const out = (n: number) => join(work, `q${n}.csv`);
+      const first = await counted([
+        'query',
+        DATASET,
+        ...TICKERS,
+        '--page-size',
+        '100',
+        '--out',
+        out(1),
+        ...conn(),
+      ]);
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.requests.length).toBeGreaterThan(5);
+      expect(await entries()).toHaveLength(1);
 
-    const second = await counted([
-      'query',
-      DATASET,
-      ...TICKERS,
-      '--page-size',
-      '100',
-      '--out',
-      out(2),
-      ...conn(),
-    ]);
-    expect(second.code, second.stderr).toBe(0);
-    expect(second.requests).toEqual(['POST', 'GET']);
-    expect(second.stderr).toMatch(/from the local cache \(fetched .* ago, unchanged on the service\)/);
-    expect((await readFile(out(2))).equals(await readFile(out(1)))).toBe(true);
+      const second = await counted([
+        'query',
+        DATASET,
+        ...TICKERS,
+        '--page-size',
+        '100',
+        '--out',
+        out(2),
+        ...conn(),
+      ]);
+      expect(second.code, second.stderr).toBe(0);
+      expect(second.requests).toEqual(['POST', 'GET']);
+      expect(second.stderr).toMatch(/from the local cache \(fetched .* ago, unchanged on the service\)/);
+      expect((await readFile(out(2))).equals(await readFile(out(1)))).toBe(true);
 
-    const bypass = await counted([
-      'query',
-      DATASET,
-      ...TICKERS,
-      '--page-size',
-      '100',
-      '--out',
-      out(3),
-      '--no-cache',
-      ...conn(),
-    ]);
-    expect(bypass.code, bypass.stderr).toBe(0);
-    expect(bypass.requests.length).toBe(first.requests.length);
-    expect(bypass.stderr).not.toMatch(/local cache/);
-    expect((await readFile(out(3))).equals(await readFile(out(1)))).toBe(true);
+      const bypass = await counted([
+        'query',
+        DATASET,
+        ...TICKERS,
+        '--page-size',
+        '100',
+        '--out',
+        out(3),
+        '--no-cache',
+        ...conn(),
+      ]);
+      expect(bypass.code, bypass.stderr).toBe(0);
+      expect(bypass.requests.length).toBe(first.requests.length);
+      expect(bypass.stderr).not.toMatch(/local cache/);
+      expect((await readFile(out(3))).equals(await readFile(out(1)))).toBe(true);
 
-    const refresh = await counted([
-      'query',
-      DATASET,
-      ...TICKERS,
-      '--page-size',
-      '100',
-      '--out',
-      out(4),
-      '--refresh',
-      ...conn(),
-    ]);
-    expect(refresh.code, refresh.stderr).toBe(0);
-    expect(refresh.requests.length).toBe(first.requests.length);
-    expect((await readFile(out(4))).equals(await readFile(out(1)))).toBe(true);
-    expect(await entries()).toHaveLength(1);
+      const refresh = await counted([
+        'query',
+        DATASET,
+        ...TICKERS,
+        '--page-size',
+        '100',
+        '--out',
+        out(4),
+        '--refresh',
+        ...conn(),
+      ]);
+      expect(refresh.code, refresh.stderr).toBe(0);
+      expect(refresh.requests.length).toBe(first.requests.length);
+      expect((await readFile(out(4))).equals(await readFile(out(1)))).toBe(true);
+      expect(await entries()).toHaveLength(1);
 
-    // Arrow IPC from the cache: the same bytes too (dictionaries included).
-    const arrowArgs = ['query', DATASET, ...TICKERS, '--page-size', '100', ...conn(), '--out'];
-    await dqs([...arrowArgs, join(work, 'a1.arrow'), '--no-cache']);
-    const arrow = await counted([...arrowArgs, join(work, 'a2.arrow')]);
-    expect(arrow.requests).toEqual(['POST', 'GET']);
-    const a1 = await readFile(join(work, 'a1.arrow'));
-    expect((await readFile(join(work, 'a2.arrow'))).equals(a1)).toBe(true);
+      // Arrow IPC from the cache: the same bytes too (dictionaries included).
+      const arrowArgs = ['query', DATASET, ...TICKERS, '--page-size', '100', ...conn(), '--out'];
+      await dqs([...arrowArgs, join(work, 'a1.arrow'), '--no-cache']);
+      const arrow = await counted([...arrowArgs, join(work, 'a2.arrow')]);
+      expect(arrow.requests).toEqual(['POST', 'GET']);
+      const a1 = await readFile(join(work, 'a1.arrow'));
+      expect((await readFile(join(work, 'a2.arrow'))).equals(a1)).toBe(true);
 
-    const both = await dqs([
-      'query',
-      DATASET,
-      ...TICKERS,
-      '--out',
-      out(5),
-      '--no-cache',
-      '--refresh',
-      ...conn(),
-    ]);
-    expect(both.code).toBe(2);
-    expect(both.stderr).toMatch(/--no-cache .* --refresh .*use one/);
-  });
+      const both = await dqs([
+        'query',
+        DATASET,
+        ...TICKERS,
+        '--out',
+        out(5),
+        '--no-cache',
+        '--refresh',
+        ...conn(),
+      ]);
+      expect(both.code).toBe(2);
+      expect(both.stderr).toMatch(/--no-cache .* --refresh .*use one/);
+    },
+    CLI_TIMEOUT,
+  );
 
-  it('two processes filling one entry at once both write the whole result, and one entry remains', async () => {
-    freshCache();
-    const runs = await Promise.all(
-      [1, 2, 3].map((n) =>
-        dqs(['query', DATASET, ...TICKERS, '--page-size', '50', '--out', join(work, `c${n}.csv`), ...conn()]),
-      ),
-    );
-    for (const run of runs) expect(run.code, run.stderr).toBe(0);
-    const c1 = await readFile(join(work, 'c1.csv'));
-    for (const n of [2, 3]) expect((await readFile(join(work, `c${n}.csv`))).equals(c1)).toBe(true);
-    expect(await entries()).toHaveLength(1);
-    expect(await readdir(join(cacheHome, 'dqs-client', 'entries'))).toHaveLength(1);
-    const again = await counted([
-      'query',
-      DATASET,
-      ...TICKERS,
-      '--page-size',
-      '50',
-      '--out',
-      join(work, 'c4.csv'),
-      ...conn(),
-    ]);
-    expect(again.requests).toEqual(['POST', 'GET']);
-    expect((await readFile(join(work, 'c4.csv'))).equals(c1)).toBe(true);
-  });
+  it(
+    'two processes filling one entry at once both write the whole result, and one entry remains',
+    async () => {
+      freshCache();
+      const runs = await Promise.all(
+        [1, 2, 3].map((n) =>
+          dqs([
+            'query',
+            DATASET,
+            ...TICKERS,
+            '--page-size',
+            '50',
+            '--out',
+            join(work, `c${n}.csv`),
+            ...conn(),
+          ]),
+        ),
+      );
+      for (const run of runs) expect(run.code, run.stderr).toBe(0);
+      const c1 = await readFile(join(work, 'c1.csv'));
+      for (const n of [2, 3]) expect((await readFile(join(work, `c${n}.csv`))).equals(c1)).toBe(true);
+      expect(await entries()).toHaveLength(1);
+      expect(await readdir(join(cacheHome, 'dqs-client', 'entries'))).toHaveLength(1);
+      const again = await counted([
+        'query',
+        DATASET,
+        ...TICKERS,
+        '--page-size',
+        '50',
+        '--out',
+        join(work, 'c4.csv'),
+        ...conn(),
+      ]);
+      expect(again.requests).toEqual(['POST', 'GET']);
+      expect((await readFile(join(work, 'c4.csv'))).equals(c1)).toBe(true);
+    },
+    CLI_TIMEOUT,
+  );
 
-  it('the embedded emulator is never cached', async () => {
-    freshCache();
-    const run = await dqs(['query', DATASET, ...TICKERS, '--out', join(work, 'e.csv')]);
-    expect(run.code, run.stderr).toBe(0);
-    expect(await entries()).toEqual([]);
-  });
+  it(
+    'the embedded emulator is never cached',
+    async () => {
+      freshCache();
+      const run = await dqs(['query', DATASET, ...TICKERS, '--out', join(work, 'e.csv')]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(await entries()).toEqual([]);
+    },
+    CLI_TIMEOUT,
+  );
 });
 
 describe('dqs export and dqs cache', () => {
-  it('export --overwrite a second time reads every partition from the cache', async () => {
-    freshCache();
-    const outDir = join(work, 'lake');
-    const first = await counted(['export', DATASET, ...TICKERS, '--out-dir', outDir, ...conn()]);
-    expect(first.code, first.stderr).toBe(0);
-    const file = join(outDir, `dataset=${DATASET}`, 'ticker=nasdaq%3Aaapl', 'part-0.parquet');
-    const before = await readFile(file);
-    const second = await counted([
-      'export',
-      DATASET,
-      ...TICKERS,
-      '--out-dir',
-      outDir,
-      '--overwrite',
-      ...conn(),
-    ]);
-    expect(second.code, second.stderr).toBe(0);
-    expect(second.requests.sort()).toEqual(['GET', 'GET', 'POST', 'POST']);
-    expect(second.stderr).toMatch(/2 of 2 results from the local cache/);
-    expect((await readFile(file)).equals(before)).toBe(true);
-  });
+  it(
+    'export --overwrite a second time reads every partition from the cache',
+    async () => {
+      freshCache();
+      const outDir = join(work, 'lake');
+      const first = await counted(['export', DATASET, ...TICKERS, '--out-dir', outDir, ...conn()]);
+      expect(first.code, first.stderr).toBe(0);
+      const file = join(outDir, `dataset=${DATASET}`, 'ticker=nasdaq%3Aaapl', 'part-0.parquet');
+      const before = await readFile(file);
+      const second = await counted([
+        'export',
+        DATASET,
+        ...TICKERS,
+        '--out-dir',
+        outDir,
+        '--overwrite',
+        ...conn(),
+      ]);
+      expect(second.code, second.stderr).toBe(0);
+      expect(second.requests.sort()).toEqual(['GET', 'GET', 'POST', 'POST']);
+      expect(second.stderr).toMatch(/2 of 2 results from the local cache/);
+      expect((await readFile(file)).equals(before)).toBe(true);
+    },
+    CLI_TIMEOUT,
+  );
 
-  it('list shows the entries without the key; prune removes broken ones; clear removes all', async () => {
-    freshCache();
-    await dqs(['query', DATASET, '--ticker', 'nasdaq:aapl', '--out', join(work, 'l1.csv'), ...conn()]);
-    await dqs(['query', DATASET, '--ticker', 'lse:tsco', '--out', join(work, 'l2.csv'), ...conn()]);
-    const list = await dqs(['cache', 'list', '--json']);
-    expect(list.code, list.stderr).toBe(0);
-    const listed = JSON.parse(list.stdout.toString()) as {
-      dir: string;
-      entries: { dataset: string; body: unknown; rows: number; problem: string | null }[];
-    };
-    expect(listed.dir).toBe(join(cacheHome, 'dqs-client'));
-    expect(listed.entries.map((e) => e.body)).toEqual([
-      { tickers: ['nasdaq:aapl'] },
-      { tickers: ['lse:tsco'] },
-    ]);
-    expect(list.stdout.toString()).not.toContain(KEY);
-    // Damage one entry: prune finds it by its checksum.
-    const names = await entries();
-    const path = join(cacheHome, 'dqs-client', 'entries', names[0]!);
-    const bytes = await readFile(path);
-    bytes[bytes.length - 40]! ^= 0xff;
-    await writeFile(path, bytes);
-    const prune = await dqs(['cache', 'prune', '--json']);
-    expect(JSON.parse(prune.stdout.toString())).toMatchObject({ corrupt: 1, evicted: 0 });
-    expect(await entries()).toHaveLength(1);
-    const tight = await dqs(['cache', 'prune', '--max-bytes', '1', '--json']);
-    expect(JSON.parse(tight.stdout.toString())).toMatchObject({ evicted: 1 });
-    await writeFile(path, bytes); // an entry again (a damaged one), for clear to remove
-    const clear = await dqs(['cache', 'clear', '--json']);
-    expect(JSON.parse(clear.stdout.toString())).toMatchObject({ removed: 1 });
-    expect(await entries()).toEqual([]);
-  });
+  it(
+    'list shows the entries without the key; prune removes broken ones; clear removes all',
+    async () => {
+      freshCache();
+      await dqs(['query', DATASET, '--ticker', 'nasdaq:aapl', '--out', join(work, 'l1.csv'), ...conn()]);
+      await dqs(['query', DATASET, '--ticker', 'lse:tsco', '--out', join(work, 'l2.csv'), ...conn()]);
+      const list = await dqs(['cache', 'list', '--json']);
+      expect(list.code, list.stderr).toBe(0);
+      const listed = JSON.parse(list.stdout.toString()) as {
+        dir: string;
+        entries: { dataset: string; body: unknown; rows: number; problem: string | null }[];
+      };
+      expect(listed.dir).toBe(join(cacheHome, 'dqs-client'));
+      expect(listed.entries.map((e) => e.body)).toEqual([
+        { tickers: ['nasdaq:aapl'] },
+        { tickers: ['lse:tsco'] },
+      ]);
+      expect(list.stdout.toString()).not.toContain(KEY);
+      // Damage one entry: prune finds it by its checksum.
+      const names = await entries();
+      const path = join(cacheHome, 'dqs-client', 'entries', names[0]!);
+      const bytes = await readFile(path);
+      bytes[bytes.length - 40]! ^= 0xff;
+      await writeFile(path, bytes);
+      const prune = await dqs(['cache', 'prune', '--json']);
+      expect(JSON.parse(prune.stdout.toString())).toMatchObject({ corrupt: 1, evicted: 0 });
+      expect(await entries()).toHaveLength(1);
+      const tight = await dqs(['cache', 'prune', '--max-bytes', '1', '--json']);
+      expect(JSON.parse(tight.stdout.toString())).toMatchObject({ evicted: 1 });
+      await writeFile(path, bytes); // an entry again (a damaged one), for clear to remove
+      const clear = await dqs(['cache', 'clear', '--json']);
+      expect(JSON.parse(clear.stdout.toString())).toMatchObject({ removed: 1 });
+      expect(await entries()).toEqual([]);
+    },
+    CLI_TIMEOUT,
+  );
 });

@@ -16,10 +16,11 @@
  *   DuckDB, Polars, Spark and Hive decode it back when reading; no value can make a path separator.
  * - **An empty partition is a 0-row file** with the full schema: it is a finished partition like any other
  *   (a re-run does not query it again), and the dataset stays readable when every ticker is empty.
- * - **One budget.** Every query goes through the one `DatasetClient` given: its connection pool
- *   (`connections`) and its `rateLimit` are shared by construction. At most `concurrency` queries run at
- *   once, each with at most `stream.concurrency` page requests in flight, so page requests never exceed
- *   `concurrency × stream.concurrency` (defaults 2 × 4 = 8, the client's default pool).
+ * - **One budget.** Every query goes through the one `DatasetClient` given: its connections, its
+ *   `rateLimit` (or the one it learned from a 429) and its adaptive concurrency are shared by
+ *   construction. At most `concurrency` queries run at once (default 8: a small query is two requests,
+ *   so many at once keep a distant service busy); with `stream.concurrency` left at `'auto'`, all their
+ *   page requests together stay within the one limit the client measures, backing off on 429s.
  * - The partition files keep the `ticker` column (the same value as the directory), so a file read on its
  *   own still says whose rows it holds; engines reading with Hive partitioning get one `ticker` column.
  * - **Nothing but Parquet files** in the tree once a run is over: no manifest or `_SUCCESS` marker, since
@@ -60,7 +61,7 @@ export interface PartitionedExportOptions {
   readonly outDir: string;
   /** Other members of each query's body (`filters`, `sorts`…), sent with every ticker. Not `tickers`. */
   readonly body?: Omit<QueryBody, 'tickers'>;
-  /** Queries (partitions) at once (minimum 1). @default 2 */
+  /** Queries (partitions) at once (minimum 1); their page requests share the client's adaptive limit. @default 8 */
   readonly concurrency?: number;
   /** Each partition's stream: `pageSize`, `concurrency` (page requests per query), `format`, `types`… */
   readonly stream?: PartitionStreamOptions;
@@ -185,7 +186,7 @@ function normalize(options: PartitionedExportOptions): Normalized {
   if ('tickers' in body) {
     throw new InvalidArgumentError('body', 'Expected no `tickers` in `body`: pass them as `tickers`');
   }
-  const concurrency = options.concurrency ?? 2;
+  const concurrency = options.concurrency ?? 8;
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new InvalidArgumentError(
       'concurrency',

@@ -52,9 +52,15 @@ export class EntryProblem extends Error {
   }
 }
 
-/** The bytes before the IPC stream. */
+/**
+ * The bytes before the IPC stream. The header is padded with spaces (still JSON) to a multiple of 8
+ * bytes, so the IPC stream starts 8-aligned in the file, hence in the buffer it is read into: apache-arrow
+ * copies every message body that is not 8-aligned (measured: 0.5 s of a 1 s read of a 35 MB entry).
+ */
 export function encodePrefix(header: EntryHeader): Buffer {
-  const json = Buffer.from(JSON.stringify(header), 'utf8');
+  const text = JSON.stringify(header);
+  const length = Buffer.byteLength(text, 'utf8');
+  const json = Buffer.from(text + ' '.repeat((8 - ((PREFIX_BYTES + length) % 8)) % 8), 'utf8');
   const prefix = Buffer.alloc(PREFIX_BYTES);
   MAGIC.copy(prefix, 0);
   prefix.writeUInt32LE(FORMAT_VERSION, MAGIC.length);
@@ -134,12 +140,15 @@ export async function readHeader(
   }
 }
 
-/** Verifies a whole entry's bytes (magic, version, checksum, header) and returns its parts. */
-export function verifyEntry(bytes: Buffer): { header: EntryHeader; ipc: Uint8Array } {
+/**
+ * Verifies a whole entry's bytes (magic, version, checksum, header) and returns its parts. `digest`: the
+ * SHA-256 of all but the last 32 bytes when the reader computed it on the way.
+ */
+export function verifyEntry(bytes: Buffer, digest?: Buffer): { header: EntryHeader; ipc: Uint8Array } {
   const length = checkPrefix(bytes.subarray(0, PREFIX_BYTES), bytes.length);
   const end = bytes.length - CHECKSUM_BYTES;
-  const digest = createHash('sha256').update(bytes.subarray(0, end)).digest();
-  if (!digest.equals(bytes.subarray(end))) {
+  const actual = digest ?? createHash('sha256').update(bytes.subarray(0, end)).digest();
+  if (!actual.equals(bytes.subarray(end))) {
     throw new EntryProblem('corrupt', 'checksum mismatch (a cut or altered entry)');
   }
   const header = parseHeader(bytes.subarray(PREFIX_BYTES, PREFIX_BYTES + length));

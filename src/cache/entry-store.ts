@@ -5,12 +5,19 @@
  * index file means nothing to lock and nothing to get out of step with the entries when a process dies.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { readdir, readFile, rm, stat, unlink, utimes } from 'node:fs/promises';
+import { open, readdir, rm, stat, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type RecordBatch, RecordBatchReader } from 'apache-arrow';
 import { removeStaleTemps, SafeFile } from '../core/safe-file.js';
 import { ipcEncoder } from '../output/ipc-transform.js';
-import { type EntryHeader, EntryProblem, encodePrefix, readHeader, verifyEntry } from './entry-format.js';
+import {
+  CHECKSUM_BYTES,
+  type EntryHeader,
+  EntryProblem,
+  encodePrefix,
+  readHeader,
+  verifyEntry,
+} from './entry-format.js';
 import { ensureCacheDir } from './key.js';
 
 const ENTRY_SUFFIX = '.dqsc';
@@ -35,12 +42,13 @@ export interface LoadedEntry {
  */
 export async function loadEntry(path: string): Promise<LoadedEntry> {
   let bytes: Buffer;
+  let digest: Buffer;
   try {
-    bytes = await readFile(path);
+    ({ bytes, digest } = await readWhole(path));
   } catch (err) {
     throw new EntryProblem('missing', `cannot read ${path}: ${(err as NodeJS.ErrnoException).code}`);
   }
-  const { header, ipc } = verifyEntry(bytes);
+  const { header, ipc } = verifyEntry(bytes, digest);
   let batches: RecordBatch[];
   try {
     batches = [...RecordBatchReader.from(ipc)];
@@ -52,6 +60,38 @@ export async function loadEntry(path: string): Promise<LoadedEntry> {
     throw new EntryProblem('corrupt', `holds ${rows} rows, its header says ${header.total}`);
   }
   return { header, batches, bytes: bytes.length };
+}
+
+/** Bytes per read: large enough for few thread-pool round trips, small enough to hash one while the next is read. */
+const READ_CHUNK = 8 * 1024 * 1024;
+
+/**
+ * The whole file in one buffer of its own (offset 0, so 8-aligned), and the SHA-256 of all but its last
+ * `CHECKSUM_BYTES`, computed while the next chunk is being read (reading and hashing overlap; `readFile`
+ * would also read 512 KiB at a time, ~70 round trips for a 35 MB entry).
+ */
+async function readWhole(path: string): Promise<{ bytes: Buffer; digest: Buffer }> {
+  const handle = await open(path, 'r');
+  try {
+    const { size } = await handle.stat();
+    const bytes = Buffer.allocUnsafeSlow(size);
+    const hash = createHash('sha256');
+    const hashEnd = Math.max(0, size - CHECKSUM_BYTES);
+    const readAt = (at: number) => handle.read(bytes, at, Math.min(READ_CHUNK, size - at), at);
+    let at = 0;
+    let next = size > 0 ? readAt(0) : undefined;
+    while (next) {
+      const { bytesRead } = await next;
+      const from = at;
+      at += bytesRead;
+      // bytesRead 0: the file was cut while we read it; the checksum will say so.
+      next = bytesRead > 0 && at < size ? readAt(at) : undefined;
+      if (from < hashEnd) hash.update(bytes.subarray(from, Math.min(at, hashEnd)));
+    }
+    return { bytes: at === size ? bytes : bytes.subarray(0, at), digest: hash.digest() };
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Marks an entry as just used, for LRU; a vanished entry is not an error. */

@@ -136,7 +136,7 @@ export interface EmulatorOptions {
   readonly maxPageRowsInFlight?: number;
   /**
    * Cached pages unused for this long are dropped, so memory returns near idle after a load. 0: never.
-   * @default 5000
+   * @default 5000; 0 when `pageCacheSize` or `pageCacheBytes` is given (a cache sized on purpose is kept)
    */
   readonly pageCacheIdleMs?: number;
   /**
@@ -407,7 +407,14 @@ export function normalizeOptions(options: EmulatorOptions = {}): NormalizedOptio
       0,
       Number.MAX_SAFE_INTEGER,
     ),
-    pageCacheIdleMs: integer('pageCacheIdleMs', options.pageCacheIdleMs, d.pageCacheIdleMs, 0, 2_147_483_647),
+    pageCacheIdleMs: integer(
+      'pageCacheIdleMs',
+      options.pageCacheIdleMs,
+      // A cache sized on purpose (benchmarks serving every page from memory) is kept until asked otherwise.
+      options.pageCacheSize === undefined && options.pageCacheBytes === undefined ? d.pageCacheIdleMs : 0,
+      0,
+      2_147_483_647,
+    ),
     headersTimeoutMs: integer(
       'headersTimeoutMs',
       options.headersTimeoutMs,

@@ -388,7 +388,10 @@ export class ResultStream extends Readable {
       },
       {
         scheduler,
-        maxPages: () => opts.window ?? 2 * scheduler.limit,
+        // A fixed concurrency keeps its documented window (2 x); 'auto' needs only a little slack beyond
+        // what is in flight, so a slow consumer on loopback holds no more pages than before (limit 2: 4).
+        maxPages: () =>
+          opts.window ?? (opts.concurrency === 'auto' ? scheduler.limit + 2 : 2 * scheduler.limit),
         maxBytes: opts.windowBytes,
         sizeOf: (page) => page.bytes,
       },

@@ -21,16 +21,16 @@ export interface StreamOptions {
    */
   readonly pageSize?: number | 'auto';
   /**
-   * Page requests at once. `'auto'` measures and adapts (see docs/performance.md): it starts at 8, doubles
-   * while the delivery rate grows, steps back on 429/503, timeouts, and latency that climbs without a
-   * throughput gain; every `'auto'` stream of one client shares one such limit, so many queries together
+   * Page requests at once. `'auto'` measures and adapts (see docs/performance.md): it starts at 2, grows
+   * x4 per round while the delivery rate grows, then keeps the bandwidth-delay product in flight; it
+   * steps back on 429/503 and timeouts, and when latency climbs without a throughput gain; every `'auto'` stream of one client shares one such limit, so many queries together
    * do not exceed what the service accepts. A number fixes it (halved on a 429, earned back as pages succeed).
    * @default 'auto'
    */
   readonly concurrency?: number | 'auto';
   /** Upper bound of `'auto'` concurrency. @default the client's `connections`, else 64 */
   readonly maxConcurrency?: number;
-  /** Pages started but not yet emitted, at most (>= concurrency). @default 2 * concurrency */
+  /** Pages started but not yet emitted, at most (>= concurrency). @default 2 * concurrency; with 'auto', the limit + 2 */
   readonly window?: number;
   /**
    * Bytes of page data started but not yet emitted, at most: a slow consumer stops new requests once the
@@ -96,8 +96,8 @@ export interface NormalizedStreamOptions {
 }
 
 export const DEFAULT_PAGE_SIZE = 10_000;
-/** What `concurrency: 'auto'` starts at. */
-export const DEFAULT_CONCURRENCY = 8;
+/** What `concurrency: 'auto'` starts at (and the floor scenarios of `npm run bench` use). */
+export const DEFAULT_CONCURRENCY = 2;
 export const DEFAULT_MAX_CONCURRENCY = 64;
 export const DEFAULT_WINDOW_BYTES = 48 * 1024 * 1024;
 

@@ -27,6 +27,7 @@ import { VERSION } from '../core/version.js';
 import { CompressionChoice } from './compression-choice.js';
 import { decodeBody, parseContentEncoding } from './content-encoding.js';
 import type { NormalizedClientOptions } from './options.js';
+import { RateLimiter } from './rate-limiter.js';
 import { type RetryEvent, withRetry } from './retry.js';
 import { parseRetryAfter } from './retry-after.js';
 
@@ -79,6 +80,9 @@ export interface HttpResponse {
   readonly signal: AbortSignal;
 }
 
+/** The window a learned rate limit counts requests in: "per minute", as services state their limits. */
+const RATE_WINDOW_MS = 60_000;
+
 const USER_AGENT = `dqs-client/${VERSION} node/${process.versions.node}`;
 
 export class HttpTransport {
@@ -90,6 +94,23 @@ export class HttpTransport {
   readonly #choice: CompressionChoice | undefined;
 
   readonly #onRetry: (event: RetryEvent) => void;
+  /** Send times of the requests sent in the last minute and not refused (to learn a rate limit). */
+  #admitted: number[] = [];
+  #learned: RateLimiter | undefined;
+
+  #noteAdmitted(at: number): void {
+    const admitted = this.#admitted;
+    admitted.push(at);
+    // Pruned in batches: a shift per request would make a long run quadratic.
+    if (admitted.length > 256 && at - admitted[0]! > RATE_WINDOW_MS) {
+      this.#admitted = admitted.filter((t) => at - t < RATE_WINDOW_MS);
+    }
+  }
+
+  #forgetAdmitted(at: number): void {
+    const i = this.#admitted.lastIndexOf(at);
+    if (i >= 0) this.#admitted.splice(i, 1);
+  }
 
   constructor(options: NormalizedClientOptions, onRetry: (event: RetryEvent) => void = () => {}) {
     this.#options = options;
@@ -178,7 +199,39 @@ export class HttpTransport {
       res = await this.#sendOnce(req, true);
     }
     if (res.status >= 200 && res.status < 300) return res;
+    if (res.status === 429) this.#learnRateLimit(parseRetryAfter(header(res, 'retry-after')));
     throw await errorFromResponse(res);
+  }
+
+  /**
+   * A 429 that asks to wait 2 s or more, until about when our oldest request of the last minute leaves a
+   * 60 s window, is a per-minute rate limit, not a cap on requests in flight (those clear as soon as a
+   * request ends): from then on this client keeps to the rate the service accepted, the requests it let
+   * through in the last 60 s per 60 s, counting those already sent, so it is not over the limit again.
+   * Only when the user set no `rateLimit` of their own.
+   */
+  #learnRateLimit(retryAfterMs: number | undefined): void {
+    if (this.#options.rateLimiter || retryAfterMs === undefined || retryAfterMs < 2000) return;
+    const now = performance.now();
+    const recent = this.#admitted.filter((t) => now - t < RATE_WINDOW_MS);
+    // Only a per-minute window is learned, and only when the wait fits it: Retry-After is then the time
+    // until our oldest request of the window leaves it (whole seconds, rounded up). A generic "come back
+    // in 2 s" after a handful of requests is not a rate to keep to.
+    const oldest = recent[0];
+    const leaves = now + retryAfterMs - RATE_WINDOW_MS;
+    if (oldest === undefined || oldest < leaves - 2000 || oldest > leaves + 1000) return;
+    if (this.#learned && this.#learned.requests <= recent.length) return;
+    // A second more than the window: our send times and the service's arrival times differ a little.
+    this.#learned = new RateLimiter({
+      requests: Math.max(1, recent.length),
+      intervalMs: RATE_WINDOW_MS + 1000,
+    });
+    this.#learned.seed(recent);
+  }
+
+  /** The rate limit learned from the service's 429s (`requests` per minute), if any. */
+  get learnedRateLimit(): number | undefined {
+    return this.#learned?.requests;
   }
 
   async #sendOnce(req: HttpRequest, refreshToken: boolean): Promise<HttpResponse> {
@@ -202,9 +255,10 @@ export class HttpTransport {
       throw reasonOf(req.signal);
     }
     req.signal?.addEventListener('abort', onAbort, { once: true });
-    if (this.#options.rateLimiter) {
+    const limiter = this.#options.rateLimiter ?? this.#learned;
+    if (limiter) {
       try {
-        await this.#options.rateLimiter.take(controller.signal);
+        await limiter.take(controller.signal);
       } catch (err) {
         done();
         throw translateError(err, info, controller.signal);
@@ -241,6 +295,10 @@ export class HttpTransport {
       payload = JSON.stringify(req.json);
       headers['content-type'] = 'application/json';
     }
+    const sentAt = performance.now();
+    // Counted as admitted from the moment it is sent (until a 429 says otherwise): requests still running
+    // when a 429 arrives count against the service's limit too.
+    if (!this.#options.rateLimiter) this.#noteAdmitted(sentAt);
     let res: Dispatcher.ResponseData;
     try {
       res = await request(url, {
@@ -257,6 +315,7 @@ export class HttpTransport {
       done();
       throw translateError(err, info, controller.signal);
     }
+    if (res.statusCode === 429) this.#forgetAdmitted(sentAt);
     // Asked or not, a body with a Content-Encoding is inflated; one we cannot decode fails here, unread.
     let codings: string[] = [];
     const encoded = req.method !== 'HEAD' && res.statusCode !== 204 && res.statusCode !== 304;

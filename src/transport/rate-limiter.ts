@@ -44,6 +44,16 @@ export class RateLimiter {
     this.#intervalMs = intervalMs;
   }
 
+  /** The requests allowed per interval. */
+  get requests(): number {
+    return this.#requests;
+  }
+
+  /** Counts requests already sent (their `performance.now()` times, oldest first) in the window. */
+  seed(times: readonly number[]): void {
+    this.#sent.push(...times.slice(-this.#requests));
+  }
+
   /** Resolves when a request may be sent; rejects if `signal` aborts while waiting. */
   take(signal?: AbortSignal): Promise<void> {
     const turn = this.#queue.then(() => this.#takeOne(signal));

@@ -54,11 +54,11 @@ export const exportCommand: Command = {
       arg: 'DIR',
       help: 'The output directory (created if missing); the dataset goes to DIR/dataset=<dataset>/.',
     },
-    concurrency: { type: 'string', arg: 'N', help: 'Queries (partitions) at once, 1 to 64 (default 2).' },
+    concurrency: { type: 'string', arg: 'N', help: 'Queries (partitions) at once, 1 to 64 (default 8).' },
     'page-concurrency': {
       type: 'string',
       arg: 'N',
-      help: 'Page requests at once per query, 1 to 64 (default 2). At most N x --concurrency in flight.',
+      help: 'Page requests at once per query, 1 to 64. Default: adaptive, one limit shared by all queries.',
     },
     'page-size': { type: 'string', arg: 'N', help: 'Rows per page request (default 10000).' },
     format: {

@@ -52,7 +52,11 @@ export const queryCommand: Command = {
       help: 'Format to read from the service: auto|json|csv|xlsx (auto: table JSON when offered). Same output.',
     },
     'page-size': { type: 'string', arg: 'N', help: 'Rows per page request (default 10000).' },
-    concurrency: { type: 'string', arg: 'N', help: 'Page requests at once (default 2).' },
+    concurrency: {
+      type: 'string',
+      arg: 'N',
+      help: 'Page requests at once, 1 to 64 (default: adaptive, measured as it reads).',
+    },
     'batch-size': {
       type: 'string',
       arg: 'N',

@@ -1,0 +1,148 @@
+/**
+ * `queryEach()`: "these tickers, these datasets", one query per pair, a few at once through one client.
+ * Every query's pages go through the client's one adaptive scheduler, so many small queries together keep
+ * enough requests in flight without exceeding what the service accepts (and a small one costs two
+ * requests: the POST and one GET).
+ *
+ * Tables are yielded as they complete (not in input order); a finished worker waits for the consumer to
+ * take its table before starting another query, so at most `concurrency` tables are held at once. The
+ * first failure stops every query in flight and is thrown from the loop; `break` stops them too.
+ *
+ * @example
+ * for await (const { dataset, ticker, table } of queryEach(client, {
+ *   datasets: ['web_traffic', 'app_reviews'], tickers: ['nasdaq:aapl', 'nasdaq:msft'],
+ * })) console.log(dataset, ticker, table.numRows);
+ */
+import type { Table } from 'apache-arrow';
+import type { DatasetClient } from '../client.js';
+import { abortReason } from '../core/abortable.js';
+import { AbortError, InvalidArgumentError, safeRepr } from '../core/errors.js';
+import type { QueryBody } from '../core/wire.js';
+import { checkDatasetId, checkTicker } from '../transport/validate.js';
+import type { QueryResult } from './query-result.js';
+import { normalizeStreamOptions, type StreamOptions } from './stream-options.js';
+
+export interface QueryEachOptions {
+  /** Dataset ids; every ticker is queried in each. */
+  readonly datasets: readonly string[];
+  /** Tickers; one query per (dataset, ticker). */
+  readonly tickers: readonly string[];
+  /** Other members of each query's body (not `tickers`). */
+  readonly body?: Omit<QueryBody, 'tickers'>;
+  /** Queries at once (minimum 1). Their page requests share the client's adaptive limit. @default 8 */
+  readonly concurrency?: number;
+  /** Each table's stream options (`types`, `format`, …). */
+  readonly stream?: Omit<StreamOptions, 'output' | 'signal'>;
+  readonly signal?: AbortSignal;
+}
+
+export interface QueryEachItem {
+  readonly dataset: string;
+  readonly ticker: string;
+  readonly result: QueryResult;
+  readonly table: Table;
+}
+
+interface Pair {
+  readonly dataset: string;
+  readonly ticker: string;
+}
+
+function normalize(options: QueryEachOptions): { pairs: Pair[]; concurrency: number } {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError('options', `Expected an object, got ${safeRepr(options)}`);
+  }
+  for (const name of ['datasets', 'tickers'] as const) {
+    if (!Array.isArray(options[name]) || options[name].length === 0) {
+      throw new InvalidArgumentError(name, `Expected a non-empty array, got ${safeRepr(options[name])}`);
+    }
+  }
+  const datasets = [...new Set(options.datasets.map((d) => checkDatasetId(d, 'datasets')))];
+  const tickers = [...new Set(options.tickers.map((t) => checkTicker(t, 'tickers')))];
+  const concurrency = options.concurrency ?? 8;
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new InvalidArgumentError(
+      'concurrency',
+      `Expected an integer >= 1, got ${safeRepr(concurrency)} (${typeof concurrency})`,
+    );
+  }
+  if (
+    options.body !== undefined &&
+    (typeof options.body !== 'object' || options.body === null || 'tickers' in options.body)
+  ) {
+    throw new InvalidArgumentError('body', 'Expected an object without `tickers` (pass them as `tickers`)');
+  }
+  normalizeStreamOptions(options.stream ?? {});
+  return {
+    pairs: datasets.flatMap((dataset) => tickers.map((ticker) => ({ dataset, ticker }))),
+    concurrency,
+  };
+}
+
+export async function* queryEach(
+  client: DatasetClient,
+  options: QueryEachOptions,
+): AsyncGenerator<QueryEachItem, void, undefined> {
+  const { pairs, concurrency } = normalize(options);
+  const controller = new AbortController();
+  const user = options.signal;
+  const onUserAbort = () => controller.abort(abortReason(user!, 'queryEach'));
+  if (user?.aborted) onUserAbort();
+  else user?.addEventListener('abort', onUserAbort, { once: true });
+  const signal = controller.signal;
+
+  // Finished items wait here with the function that lets their worker go on.
+  const ready: { item: QueryEachItem; taken: () => void }[] = [];
+  let wake: (() => void) | undefined;
+  let failure: { error: unknown } | undefined;
+  let next = 0;
+  let running = 0;
+  const notify = () => {
+    wake?.();
+    wake = undefined;
+  };
+  const worker = async () => {
+    running++;
+    try {
+      while (!failure && !signal.aborted && next < pairs.length) {
+        const { dataset, ticker } = pairs[next++]!;
+        const result = await client.query(dataset, { ...options.body, tickers: [ticker] }, { signal });
+        const table = await result.toTable({ ...options.stream, signal });
+        await new Promise<void>((taken) => {
+          ready.push({ item: { dataset, ticker, result, table }, taken });
+          notify();
+        });
+      }
+    } catch (error) {
+      if (!failure) failure = { error };
+      controller.abort(error);
+    } finally {
+      running--;
+      notify();
+    }
+  };
+  for (let i = 0; i < Math.min(concurrency, pairs.length); i++) void worker();
+  try {
+    for (;;) {
+      const entry = ready.shift();
+      if (entry) {
+        entry.taken();
+        yield entry.item;
+        continue;
+      }
+      if (failure) throw failure.error;
+      if (running === 0) {
+        if (signal.aborted) throw abortReason(signal, 'queryEach');
+        return;
+      }
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+    }
+  } finally {
+    // `break`, a failure or the end: stop what still runs, let waiting workers go (they then stop).
+    if (running > 0) controller.abort(new AbortError('queryEach (stopped by its consumer)'));
+    for (const entry of ready.splice(0)) entry.taken();
+    user?.removeEventListener('abort', onUserAbort);
+  }
+}
