@@ -19,6 +19,8 @@ const lib = {
   ...(pageSizeArg === 'default' ? {} : { pageSize }),
   ...(concurrencyArg === 'default' ? {} : { concurrency }),
   ...(windowArg === undefined || windowArg === 'default' ? {} : { window: Number(windowArg) }),
+  // DQS_DECODER=json: the library's reference decoders (the library itself reads no environment).
+  ...(process.env.DQS_DECODER ? { decoder: process.env.DQS_DECODER } : {}),
 };
 const key = 'bench';
 const headers = { authorization: `token ${key}`, 'x-api-version': '20151130' };

@@ -548,6 +548,6 @@ export async function errorFromResponse(res: HttpResponse): Promise<HttpError> {
       );
     }
     default:
-      return new BadRequestError(details, 'DQS_HTTP');
+      return new HttpError('DQS_HTTP', details);
   }
 }

@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import type { RecordBatch } from 'apache-arrow';
 import { SafeFile } from '../../core/safe-file.js';
 import type { StreamOptions } from '../../query/stream-options.js';
-import { choice, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
+import { choice, decoderFromEnv, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
 import { CACHE_OPTIONS } from '../connection.js';
 import { asLocalFault, LocalError, systemReason, UsageError } from '../errors.js';
@@ -198,6 +198,7 @@ function streamOptions(v: Values): StreamOptions {
     ...(format !== undefined ? { format } : {}),
     ...(pageSize !== undefined ? { pageSize } : {}),
     ...(concurrency !== undefined ? { concurrency } : {}),
+    ...decoderFromEnv(),
     ...(batchSize !== undefined ? { batchSize } : {}),
   };
 }
