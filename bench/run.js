@@ -38,6 +38,7 @@ const base = [
   'lib-rows',
   'rows-naive',
   'lib-ipc-file',
+  'lib-ipc-file-plain',
 ];
 const formats = ['csv-parse', 'lib-table-csv', 'lib-table-xlsx'];
 const names = values.only ? values.only.split(',') : values.formats ? [...base, ...formats] : base;

@@ -19,6 +19,8 @@ const lib = {
   ...(pageSizeArg === 'default' ? {} : { pageSize }),
   ...(concurrencyArg === 'default' ? {} : { concurrency }),
   ...(windowArg === undefined || windowArg === 'default' ? {} : { window: Number(windowArg) }),
+  // DQS_DECODER=json: the library's reference decoders (the library itself reads no environment).
+  ...(process.env.DQS_DECODER ? { decoder: process.env.DQS_DECODER } : {}),
 };
 const key = 'bench';
 const headers = { authorization: `token ${key}`, 'x-api-version': '20151130' };
@@ -80,8 +82,8 @@ function tableBytes(table) {
 const extra = {};
 
 /** The whole result through the library's `toTable()`, with `options` over the scenario's stream options. */
-async function libTable(options = {}) {
-  const client = new DatasetClient({ baseUrl: url, apiKey: key });
+async function libTable(options = {}, clientOptions = {}) {
+  const client = new DatasetClient({ baseUrl: url, apiKey: key, ...clientOptions });
   const result = await client.query(dataset, {});
   const table = await result.toTable({ ...lib, ...options });
   await client.close();
@@ -184,20 +186,27 @@ const scenarios = {
     await client.close();
     return rows;
   },
-  async 'lib-ipc-file'() {
-    const client = new DatasetClient({ baseUrl: url, apiKey: key });
-    const path = join(tmpdir(), `dqs-bench-${process.pid}.arrow`);
-    let rows = 0;
-    const stream = client.stream(dataset, {}, lib);
-    stream.on('progress', (p) => {
-      rows = p.rows;
-    });
-    await pipeline(stream, toArrowIpc({ format: 'file' }), createWriteStream(path));
-    await rm(path, { force: true });
-    await client.close();
-    return rows;
-  },
+  'lib-ipc-file': () => ipcFile({}),
+  // The same with compression off: the server (bench/server.js) compresses for clients that ask, and
+  // the library's default ('auto') measures which is faster on the link; this is the baseline.
+  'lib-ipc-file-plain': () => ipcFile({ compression: false }),
+  'lib-table-plain': async () => (await libTable({}, { compression: false })).numRows,
 };
+
+/** The whole result written to an Arrow IPC file through the library's stream. */
+async function ipcFile(clientOptions) {
+  const client = new DatasetClient({ baseUrl: url, apiKey: key, ...clientOptions });
+  const path = join(tmpdir(), `dqs-bench-${process.pid}.arrow`);
+  let rows = 0;
+  const stream = client.stream(dataset, {}, lib);
+  stream.on('progress', (p) => {
+    rows = p.rows;
+  });
+  await pipeline(stream, toArrowIpc({ format: 'file' }), createWriteStream(path));
+  await rm(path, { force: true });
+  await client.close();
+  return rows;
+}
 
 // The process before any work (modules loaded): what a scenario's own memory is measured above.
 const baseRssMB = process.memoryUsage().rss / 2 ** 20;

@@ -2,6 +2,7 @@
 // JSON line: { ms, rows, error?, requests?, concurrency? }.
 // Usage: node bench/wan-client.js <contender> <url> <job-json>
 //   job: { dataset, body?, queries? (fan-out: [dataset, ticker] pairs), at? (fan-out: queries at once), options? }
+import { subscribe } from 'node:diagnostics_channel';
 import { DatasetClient } from '../dist/index.js';
 
 const [contender, url, jobJson] = process.argv.slice(2);
@@ -46,13 +47,36 @@ async function pool(items, at, fn) {
 const contenders = {
   // The library as a user calls it: query, then the whole result as an Arrow table.
   async lib() {
-    const client = new DatasetClient({ baseUrl: url, apiKey: key });
+    const client = new DatasetClient({ baseUrl: url, apiKey: key, ...job.clientOptions });
     const changes = [];
     client.on('concurrency', (c) => changes.push(c.limit));
+    // Where the time goes, page by page (docs/compression.md): summed here, reported as `split`.
+    const split = {
+      pages: 0,
+      compressedPages: 0,
+      bytes: 0,
+      compressedBytes: 0,
+      wireBytes: 0,
+      waitMs: 0,
+      bodyMs: 0,
+      decodeMs: 0,
+    };
+    subscribe('dqs-client:page', (p) => {
+      split.pages++;
+      split.bytes += p.bytes;
+      split.wireBytes += p.wireBytes;
+      if (p.codings.length) {
+        split.compressedPages++;
+        split.compressedBytes += p.bytes;
+      }
+      split.waitMs += p.waitMs;
+      split.bodyMs += p.bodyMs;
+      split.decodeMs += p.decodeMs;
+    });
     try {
       const result = await client.query(job.dataset, job.body ?? {});
       const table = await result.toTable(job.options ?? {});
-      return { rows: table.numRows, concurrency: changes };
+      return { rows: table.numRows, concurrency: changes, split };
     } finally {
       await client.close();
     }

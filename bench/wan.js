@@ -38,6 +38,22 @@ const DEFAULTS = lib('library defaults');
 const NAIVE = { name: 'naive Promise.all of 10k pages + res.json()', client: 'naive-all' };
 const SERVICE = { name: 'service-style 100k pages one after another', client: 'service' };
 const fixed = (n) => lib(`fixed: pageSize 10000, concurrency ${n}`, { pageSize: 10_000, concurrency: n });
+/** The library with client options (`lib()` takes stream options). */
+const libClient = (name, clientOptions) => ({ name, client: 'lib', clientOptions });
+
+/**
+ * Issue 17's link: 100 Mbit/s in all, 40 ms RTT, the same page execution time, a server that gzips at
+ * level 1 (nginx's default) for clients that ask. `limit ÷ time` is then against the uncompressed limit
+ * (the result's JSON bytes over the bandwidth): what no client that does not negotiate can beat.
+ */
+const WAN_GZIP = {
+  latencyMs: 40,
+  pageTimeMs: 30,
+  rowTimeMs: 0.02,
+  totalBytesPerSecond: 12.5e6,
+  compression: { level: 1 },
+};
+const PLAIN = libClient('library, compression: false', { compression: false });
 
 const ROWS = quick ? 200_000 : 500_000;
 
@@ -65,6 +81,20 @@ const SCENARIOS = [
     rounds: 1,
     slow: true,
     report: 'refusals',
+  },
+  {
+    name: 'wan 100 Mbit/s + gzip',
+    emulator: WAN_GZIP,
+    rows: ROWS,
+    contenders: [DEFAULTS, PLAIN, NAIVE],
+    report: 'split',
+  },
+  {
+    name: 'loopback + gzip',
+    emulator: { compression: { level: 1 } },
+    rows: ROWS,
+    contenders: [DEFAULTS, PLAIN, libClient('library, compression: true', { compression: true }), NAIVE],
+    report: 'split',
   },
   {
     name: 'fan-out: small queries, 8 at once',
@@ -110,6 +140,46 @@ async function resultBytes(dataset, body, rowCap, page = 10_000) {
   }
 }
 
+/**
+ * Inflating's cost, measured apart (in the client it overlaps the transfer on the thread pool): the
+ * result's pages gzipped at level 1 by an unshaped emulator, inflated one after another on this thread.
+ * @returns ms per decoded byte
+ */
+async function inflateCost(rowCap, page = 10_000) {
+  const { gunzipSync } = await import('node:zlib');
+  const { request } = await import('undici');
+  const emu = await startEmulator({
+    port: 0,
+    apiKey: 'k',
+    rowCap,
+    compression: { level: 1 },
+    pageCacheSize: 0,
+  });
+  const headers = { authorization: 'token k', 'x-api-version': '20151130' };
+  try {
+    const res = await fetch(`${emu.url}/datasets/job_listings/query/`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    const { id, total } = await res.json();
+    let ms = 0;
+    let bytes = 0;
+    for (let start = 1; start <= total; start += page) {
+      const r = await request(`${emu.url}/datasets/job_listings/query/${id}?start=${start}&limit=${page}`, {
+        headers: { ...headers, accept: 'application/vnd.service.table+json', 'accept-encoding': 'gzip' },
+      });
+      const gz = Buffer.from(await r.body.arrayBuffer());
+      const t0 = performance.now();
+      bytes += gunzipSync(gz).length;
+      ms += performance.now() - t0;
+    }
+    return ms / bytes;
+  } finally {
+    await emu.close();
+  }
+}
+
 /** `n` small queries ("these tickers, these datasets"): every ticker with rows in each dataset, up to 10k rows. */
 function fanoutQueries(datasets, n) {
   const queries = [];
@@ -138,7 +208,7 @@ async function once(scenario, contender, job, emulatorOptions) {
       new URL('./wan-client.js', import.meta.url).pathname,
       contender.client,
       url,
-      JSON.stringify({ ...job, options: contender.options }),
+      JSON.stringify({ ...job, options: contender.options, clientOptions: contender.clientOptions }),
     ],
     { maxBuffer: 1 << 20 },
   );
@@ -187,6 +257,7 @@ for (const scenario of selected) {
     );
   } else {
     const { bytes, total } = await resultBytes('job_listings', {}, scenario.rows);
+    if (scenario.report === 'split') scenario.inflateMsPerByte = await inflateCost(scenario.rows);
     job = { dataset: 'job_listings', body: {} };
     emulatorOptions = { ...scenario.emulator, rowCap: scenario.rows };
     const rtt = scenario.emulator.latencyMs ?? 0;
@@ -225,6 +296,18 @@ for (const scenario of selected) {
       notes.push(`> 1 s after the first 429: ${median(runs.map((x) => x.refusedAgain))}`);
     }
     const conc = ok.find((x) => x.concurrency?.length)?.concurrency;
+    if (scenario.report === 'split' && ok[0]?.split) {
+      // Medians over runs: where the time went (see bench/wan-client.js `split`).
+      const m = (k) => median(ok.map((x) => x.split[k]));
+      const compressedPages = m('compressedPages');
+      const inflateMs = m('compressedBytes') * scenario.inflateMsPerByte;
+      notes.push(
+        `${(m('wireBytes') / 1e6).toFixed(1)} MB on the wire (${(m('bytes') / m('wireBytes')).toFixed(1)}x), ${compressedPages}/${m('pages')} pages compressed; ` +
+          `transfer ≥ ${limitMs ? (m('wireBytes') / scenario.emulator.totalBytesPerSecond).toFixed(2) + ' s' : '-'}, ` +
+          `inflate ${(inflateMs / 1000).toFixed(2)} s (thread pool), decode ${(m('decodeMs') / 1000).toFixed(2)} s (main thread), ` +
+          `page wait ${(m('waitMs') / 1000).toFixed(2)} s + body ${(m('bodyMs') / 1000).toFixed(2)} s (summed over pages)`,
+      );
+    }
     if (conc) notes.push(`concurrency ${[2, ...conc].slice(0, 12).join('→')}${conc.length > 11 ? '…' : ''}`);
     if (!ok.length) {
       console.log(`| ${contender.name} | - | - | - | - | ${notes.join('; ')} |`);

@@ -129,9 +129,9 @@ describe('toDuckDB', () => {
     try {
       await expect(toDuckDB({} as never, new Table(), 't')).rejects.toThrow(/Expected a DuckDB connection/);
       await expect(toDuckDB(db.connection, new Table(), '')).rejects.toBeInstanceOf(InvalidArgumentError);
-      await expect(toDuckDB(db.connection, 42 as never, 't')).rejects.toThrow(/Expected a Table/);
+      await expect(toDuckDB(db.connection, 42 as never, 't')).rejects.toThrow(/to be a Table/);
       await expect(toDuckDB(db.connection, new Table(), 't', { mode: 'upsert' as 'create' })).rejects.toThrow(
-        /Expected 'create', 'replace' or 'append'/,
+        /to be 'create', 'replace' or 'append'/,
       );
     } finally {
       db.close();

@@ -120,8 +120,8 @@ describe('preview(table)', () => {
   it('takes a RecordBatch, and validates its options', () => {
     expect(preview(batch()).toString()).toMatch(/^Arrow record batch · 4 rows · 6 columns/);
     expect(() => preview(table, { rows: -1 })).toThrow(InvalidArgumentError);
-    expect(() => preview(table, { maxStringLength: 0 })).toThrow(/Expected an integer >= 1, got 0/);
-    expect(() => preview({} as Table)).toThrow(/Expected an apache-arrow Table or RecordBatch/);
+    expect(() => preview(table, { maxStringLength: 0 })).toThrow(/to be an integer >= 1, got 0/);
+    expect(() => preview({} as Table)).toThrow(/to be an apache-arrow Table or RecordBatch/);
   });
 });
 

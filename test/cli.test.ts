@@ -97,7 +97,7 @@ describe('dqs: help, version, usage errors', () => {
     ],
     [['query', '--out', 'a.csv'], /missing <dataset>/],
     [['tickers', 'job_listings'], /missing <text>/],
-    [['query', 'job_listings', '--out', 'a.csv', '--ticker', 'aapl'], /Expected a ticker shaped/],
+    [['query', 'job_listings', '--out', 'a.csv', '--ticker', 'aapl'], /to be a ticker shaped/],
   ] as const)('usage error %j exits 2 with one line', async (args, message) => {
     const run = await dqs([...args, ...(args.length > 1 ? conn() : [])]);
     expect(run.code).toBe(2);

@@ -82,7 +82,7 @@ describe('rebatch', () => {
     for (const bad of [0, -1, 1.5, Number.NaN]) {
       expect(() => [...rebatch([], bad)]).toThrow(InvalidArgumentError);
     }
-    expect(() => [...rebatch([], 0)]).toThrow('Expected an integer >= 1, got 0 (number)');
+    expect(() => [...rebatch([], 0)]).toThrow('to be an integer >= 1, got 0 (number)');
   });
 
   it('refuses to merge dictionary columns of two unrelated builders', () => {

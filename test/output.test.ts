@@ -198,7 +198,7 @@ describe('toParquet', () => {
       /at least one RecordBatch/,
     );
     expect(() => toParquet({ compression: 'lzma' as 'zstd' })).toThrow(InvalidArgumentError);
-    expect(() => toParquet({ rowGroupSize: 0 })).toThrow(/Expected an integer >= 1, got 0/);
+    expect(() => toParquet({ rowGroupSize: 0 })).toThrow(/to be an integer >= 1, got 0/);
   });
 });
 

@@ -20,7 +20,8 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { makeData, RecordBatch, type Schema, Struct, Table, tableToIPC, vectorFromArray } from 'apache-arrow';
-import { InvalidArgumentError, MissingPackageError, safeRepr } from '../core/errors.js';
+import { InvalidArgumentError, MissingPackageError } from '../core/errors.js';
+import { invalid } from '../core/validate.js';
 import { withoutDictionaries } from '../output/dictionaries.js';
 import { type ParquetOptions, toParquet } from '../output/parquet.js';
 import { RowCounter } from '../output/row-counter.js';
@@ -71,10 +72,7 @@ async function loadPolars<DF>(): Promise<PolarsLike<DF>> {
 function asTable(source: Table | RecordBatch, argument: string): Table {
   if (source instanceof Table) return source;
   if (source instanceof RecordBatch) return new Table(source.schema, [source]);
-  throw new InvalidArgumentError(
-    argument,
-    `Expected an apache-arrow Table or RecordBatch, got ${safeRepr(source)}`,
-  );
+  throw invalid(argument, 'an apache-arrow Table or RecordBatch', source);
 }
 
 /**
@@ -154,10 +152,7 @@ function batchesOf(
   ) {
     return source;
   }
-  throw new InvalidArgumentError(
-    'source',
-    `Expected a Table, a RecordBatch or an (async) iterable of RecordBatches, got ${safeRepr(source)}`,
-  );
+  throw invalid('source', 'a Table, a RecordBatch or an (async) iterable of RecordBatches', source);
 }
 
 /**
@@ -181,11 +176,11 @@ export async function toDuckDB(
     throw new InvalidArgumentError('connection', 'Expected a DuckDB connection (with a run(sql) method)');
   }
   if (typeof tableName !== 'string' || tableName === '') {
-    throw new InvalidArgumentError('tableName', `Expected a non-empty string, got ${safeRepr(tableName)}`);
+    throw invalid('tableName', 'a non-empty string', tableName);
   }
   const mode = options.mode ?? 'create';
   if (mode !== 'create' && mode !== 'replace' && mode !== 'append') {
-    throw new InvalidArgumentError('mode', `Expected 'create', 'replace' or 'append', got ${safeRepr(mode)}`);
+    throw invalid('mode', "'create', 'replace' or 'append'", mode);
   }
   const batches = batchesOf(source);
   const dir = await mkdtemp(join(options.tempDir ?? tmpdir(), 'dqs-duckdb-'));

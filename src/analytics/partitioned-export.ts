@@ -41,8 +41,9 @@ import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { DatasetClient } from '../client.js';
 import { abortReason } from '../core/abortable.js';
-import { InvalidArgumentError, safeRepr } from '../core/errors.js';
+import { InvalidArgumentError } from '../core/errors.js';
 import { SafeFile } from '../core/safe-file.js';
+import { checkInteger, checkSignal, invalid } from '../core/validate.js';
 import type { QueryBody } from '../core/wire.js';
 import { loadParquetWasm, type ParquetOptions, toParquet } from '../output/parquet.js';
 import { RowCounter } from '../output/row-counter.js';
@@ -166,39 +167,28 @@ interface Normalized {
 
 function normalize(options: PartitionedExportOptions): Normalized {
   if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError('options', `Expected an object, got ${safeRepr(options)}`);
+    throw invalid('options', 'an object', options);
   }
   const dataset = checkDatasetId(options.dataset, 'dataset');
   if (!Array.isArray(options.tickers) || options.tickers.length === 0) {
-    throw new InvalidArgumentError(
-      'tickers',
-      `Expected a non-empty array of tickers (one partition each), got ${safeRepr(options.tickers)}`,
-    );
+    throw invalid('tickers', 'a non-empty array of tickers (one partition each)', options.tickers);
   }
   const tickers = [...new Set(options.tickers.map((t) => checkTicker(t, 'tickers')))];
   if (typeof options.outDir !== 'string' || options.outDir === '') {
-    throw new InvalidArgumentError('outDir', `Expected a directory path, got ${safeRepr(options.outDir)}`);
+    throw invalid('outDir', 'a directory path', options.outDir);
   }
   const body = options.body ?? {};
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new InvalidArgumentError('body', `Expected an object, got ${safeRepr(body)}`);
+    throw invalid('body', 'an object', body);
   }
   if ('tickers' in body) {
     throw new InvalidArgumentError('body', 'Expected no `tickers` in `body`: pass them as `tickers`');
   }
-  const concurrency = options.concurrency ?? 8;
-  if (!Number.isInteger(concurrency) || concurrency < 1) {
-    throw new InvalidArgumentError(
-      'concurrency',
-      `Expected an integer >= 1, got ${safeRepr(concurrency)} (${typeof concurrency})`,
-    );
-  }
+  const concurrency = checkInteger(options.concurrency ?? 8, 'concurrency', 1);
   const stream = options.stream ?? {};
   // Validated now, so a bad page size fails before any partition is touched.
   normalizeStreamOptions(stream);
-  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
-    throw new InvalidArgumentError('signal', 'Expected an AbortSignal');
-  }
+  checkSignal(options.signal);
   return {
     dataset,
     tickers,
@@ -222,7 +212,7 @@ export async function exportPartitioned(
   options: PartitionedExportOptions,
 ): Promise<PartitionedExportResult> {
   if (typeof client?.stream !== 'function') {
-    throw new InvalidArgumentError('client', `Expected a DatasetClient, got ${safeRepr(client)}`);
+    throw invalid('client', 'a DatasetClient', client);
   }
   const opts = normalize(options);
   const root = datasetDirectory(opts.outDir, opts.dataset);

@@ -17,7 +17,7 @@
  */
 import { inspect } from 'node:util';
 import { type RecordBatch, Schema, type Table } from 'apache-arrow';
-import { InvalidArgumentError, safeRepr } from '../core/errors.js';
+import { checkInteger, invalid } from '../core/validate.js';
 import type { FieldDescriptor } from '../core/wire.js';
 import { type Cell, cellReaders } from '../output/cells.js';
 import type { StreamOptions } from '../query/stream-options.js';
@@ -72,17 +72,8 @@ interface NormalizedPreviewOptions {
 }
 
 function normalizePreviewOptions(options: PreviewOptions): NormalizedPreviewOptions {
-  const rows = options.rows ?? 10;
-  if (!Number.isInteger(rows) || rows < 0) {
-    throw new InvalidArgumentError('rows', `Expected an integer >= 0, got ${safeRepr(rows)}`);
-  }
-  const maxStringLength = options.maxStringLength ?? 40;
-  if (!Number.isInteger(maxStringLength) || maxStringLength < 1) {
-    throw new InvalidArgumentError(
-      'maxStringLength',
-      `Expected an integer >= 1, got ${safeRepr(maxStringLength)}`,
-    );
-  }
+  const rows = checkInteger(options.rows ?? 10, 'rows', 0);
+  const maxStringLength = checkInteger(options.maxStringLength ?? 40, 'maxStringLength', 1);
   return { rows, maxStringLength };
 }
 
@@ -296,10 +287,7 @@ export function preview(
     return resultPreview(source, normalized, read);
   }
   if (isTable(source) || isRecordBatch(source)) return tablePreview(source, normalized);
-  throw new InvalidArgumentError(
-    'source',
-    `Expected an apache-arrow Table or RecordBatch, or a QueryResult, got ${safeRepr(source)}`,
-  );
+  throw invalid('source', 'an apache-arrow Table or RecordBatch, or a QueryResult', source);
 }
 
 // Duck-typed rather than `instanceof`: a notebook may hold tables of another copy of apache-arrow.

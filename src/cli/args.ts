@@ -114,6 +114,15 @@ export function list(values: Values, name: string): string[] {
   return (Array.isArray(v) ? v : [v]).filter((x): x is string => typeof x === 'string');
 }
 
+/**
+ * `DQS_DECODER=json` (tests, benchmarks, bug hunts): read pages with the library's reference decoders
+ * instead of the byte decoders. Read here, at the edge: the library's option normalizer reads no
+ * environment. An unknown value is the library's `InvalidArgumentError` (`decoder`).
+ */
+export function decoderFromEnv(env: NodeJS.ProcessEnv = process.env): { decoder?: 'fast' | 'json' } {
+  return env.DQS_DECODER ? { decoder: env.DQS_DECODER as 'fast' | 'json' } : {};
+}
+
 /** An integer option, validated: `--page-size abc` is a usage error naming the option and the value. */
 export function int(
   command: string,

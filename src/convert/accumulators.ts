@@ -25,6 +25,7 @@ import {
 import { DecodeError } from '../core/errors.js';
 import type { WireValue } from '../core/wire.js';
 import type { DecodedColumn } from './column-data.js';
+import { grow as growArray, grownCapacity, type TypedArray } from './grow.js';
 import type { ColumnPlan } from './plan.js';
 import { toBooleanBit, toDateDays, toNumber, toText, toTimestampMs } from './values.js';
 
@@ -88,18 +89,9 @@ const LO = LITTLE_ENDIAN ? 0 : 1;
 const HI = LITTLE_ENDIAN ? 1 : 0;
 const TWO_POW_32 = 4_294_967_296;
 
-function grownCapacity(current: number, needed: number): number {
-  let cap = Math.max(current, INITIAL_CAPACITY);
-  while (cap < needed) cap *= 2;
-  return cap;
-}
-
-type TypedArray = Float64Array | Int32Array | BigInt64Array | Uint8Array;
-
+/** Grown by the shared rule, from at least `INITIAL_CAPACITY` elements. */
 function grow<T extends TypedArray>(array: T, needed: number): T {
-  const next = new (array.constructor as new (n: number) => T)(grownCapacity(array.length, needed));
-  next.set(array as never);
-  return next;
+  return growArray(array, needed, array.length, INITIAL_CAPACITY);
 }
 
 /**
@@ -518,7 +510,9 @@ class Utf8Writer {
     if (need > MAX_UTF8_BYTES) {
       throw new DecodeError('A string column holds more than 2 GiB in one batch; flush batches more often');
     }
-    const next = Buffer.allocUnsafe(Math.min(grownCapacity(this.bytes.length, need), MAX_UTF8_BYTES));
+    const next = Buffer.allocUnsafe(
+      Math.min(grownCapacity(this.bytes.length, need, INITIAL_CAPACITY), MAX_UTF8_BYTES),
+    );
     this.bytes.copy(next, 0, 0, this.pos);
     this.bytes = next;
   }

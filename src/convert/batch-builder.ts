@@ -7,19 +7,14 @@
  */
 
 import { makeData, RecordBatch, type Schema, Struct } from 'apache-arrow';
-import { DecodeError, InvalidArgumentError, safeRepr } from '../core/errors.js';
+import { DecodeError, type PageRef, safeRepr } from '../core/errors.js';
+import { invalid } from '../core/validate.js';
 import type { WireValue } from '../core/wire.js';
 import { accumulatorFor, type ColumnAccumulator, type WireRows } from './accumulators.js';
 import type { DecodedColumns } from './column-data.js';
 import type { ColumnPlan } from './plan.js';
 import { buildSchema } from './schema.js';
 import { invalidValue, isValidFor } from './values.js';
-
-/** Where a page sits in the result: its request's `start` and `limit`. */
-export interface PageRange {
-  readonly start: number;
-  readonly limit: number;
-}
 
 export interface ConvertOptions {
   /**
@@ -34,7 +29,7 @@ export interface ConvertOptions {
 export function normalizeOnInvalid(options: ConvertOptions | undefined): 'error' | 'null' {
   const value = options?.onInvalid ?? 'error';
   if (value !== 'error' && value !== 'null') {
-    throw new InvalidArgumentError('onInvalid', `Expected 'error' or 'null', got ${safeRepr(value)}`);
+    throw invalid('onInvalid', "'error' or 'null'", value);
   }
   return value;
 }
@@ -44,7 +39,7 @@ export function rowShapeError(
   row: unknown,
   fieldCount: number,
   rowNumber: number,
-  page?: PageRange,
+  page?: PageRef,
 ): DecodeError {
   const what = Array.isArray(row) ? `has ${row.length} values` : `is not an array (${safeRepr(row)})`;
   return new DecodeError(`A result row ${what}, expected ${fieldCount} (one per field)`, {
@@ -88,7 +83,7 @@ export class RecordBatchBuilder {
    * @param firstRow 1-based result position of `rows[0]`, for error locations.
    * @param page the page request the rows came from, for error locations.
    */
-  appendRows(rows: readonly (readonly WireValue[])[], firstRow: number, page?: PageRange): void {
+  appendRows(rows: readonly (readonly WireValue[])[], firstRow: number, page?: PageRef): void {
     const width = this.#columns.length;
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i];
@@ -150,7 +145,7 @@ export class RecordBatchBuilder {
    * Columns are appended one at a time, so the first failing column need not hold the first bad value
    * in row order. Errors are rare: rescan row by row with the same validity test to report that one.
    */
-  #firstInvalid(rows: WireRows, firstRow: number, page: PageRange | undefined): Error {
+  #firstInvalid(rows: WireRows, firstRow: number, page: PageRef | undefined): Error {
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i]!;
       for (const column of this.#plan) {

@@ -1,10 +1,6 @@
 /** The conversion layer: descriptor-driven typing of wire rows into Arrow batches or row objects. */
 
-export {
-  type ConvertOptions,
-  type PageRange,
-  RecordBatchBuilder,
-} from './batch-builder.js';
+export { type ConvertOptions, RecordBatchBuilder } from './batch-builder.js';
 export type { DecodedColumn, DecodedColumns } from './column-data.js';
 export { COLUMN_KINDS, type ColumnKind, columnKind, isColumnKind } from './column-kind.js';
 export { type ColumnPlan, planColumns } from './plan.js';

@@ -6,6 +6,7 @@
 
 import type { Field } from 'apache-arrow';
 import { DecodeError, InvalidArgumentError, safeRepr } from '../core/errors.js';
+import { invalid } from '../core/validate.js';
 import type { FieldDescriptor } from '../core/wire.js';
 import { COLUMN_KINDS, type ColumnKind, columnKind, isColumnKind } from './column-kind.js';
 import { arrowField } from './schema.js';
@@ -50,10 +51,7 @@ export function planColumns(
 
 function checkOverrides(overrides: Readonly<Record<string, unknown>>, ids: ReadonlySet<string>): void {
   if (typeof overrides !== 'object' || overrides === null || Array.isArray(overrides)) {
-    throw new InvalidArgumentError(
-      'types',
-      `Expected an object mapping column ids to kinds, got ${safeRepr(overrides)}`,
-    );
+    throw invalid('types', 'an object mapping column ids to kinds', overrides);
   }
   for (const [id, kind] of Object.entries(overrides)) {
     if (!ids.has(id)) {

@@ -18,14 +18,10 @@ import {
   type Vector,
 } from 'apache-arrow';
 import { InvalidArgumentError, safeRepr } from '../core/errors.js';
+import { checkInteger } from '../core/validate.js';
 
 function checkBatchSize(batchSize: number): void {
-  if (!Number.isInteger(batchSize) || batchSize < 1) {
-    throw new InvalidArgumentError(
-      'batchSize',
-      `Expected an integer >= 1, got ${safeRepr(batchSize)} (${typeof batchSize})`,
-    );
-  }
+  checkInteger(batchSize, 'batchSize', 1);
 }
 
 /**

@@ -9,8 +9,9 @@
  * property instead of setting the prototype.
  */
 
+import type { PageRef } from '../core/errors.js';
 import type { WireValue } from '../core/wire.js';
-import { type ConvertOptions, normalizeOnInvalid, type PageRange, rowShapeError } from './batch-builder.js';
+import { type ConvertOptions, normalizeOnInvalid, rowShapeError } from './batch-builder.js';
 import type { DecodedColumn, DecodedColumns } from './column-data.js';
 import type { ColumnKind } from './column-kind.js';
 import type { ColumnPlan } from './plan.js';
@@ -19,12 +20,12 @@ import { invalidValue, toBooleanBit, toDateDays, toNumber, toText, toTimestampMs
 const MS_PER_DAY = 86_400_000;
 
 /** Converts one non-null wire value of a column; reports (or nulls) invalid values. */
-type ValueReader = (v: WireValue, rowNumber: number, page: PageRange | undefined) => unknown;
+type ValueReader = (v: WireValue, rowNumber: number, page: PageRef | undefined) => unknown;
 
 export type RowFactory = (
   row: readonly WireValue[],
   rowNumber: number,
-  page?: PageRange,
+  page?: PageRef,
 ) => Record<string, unknown>;
 
 /**
@@ -60,7 +61,7 @@ export function makeRowFactory(plan: readonly ColumnPlan[], options: ConvertOpti
 }
 
 function valueReader(kind: ColumnKind, column: string, invalidToNull: boolean): ValueReader {
-  const bad = (v: WireValue, row: number, page: PageRange | undefined): null => {
+  const bad = (v: WireValue, row: number, page: PageRef | undefined): null => {
     if (invalidToNull) return null;
     throw invalidValue(kind, v, { page, row, column });
   };

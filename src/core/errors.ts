@@ -133,10 +133,13 @@ export class NotAcceptableError extends HttpError {
   }
 }
 
-/** 400 and other 4xx the client could not prevent by validation. */
+/**
+ * 400, 413 and 422: the service refused the request as sent. (Other statuses without a class of their
+ * own are plain `HttpError`s with code `DQS_HTTP`.)
+ */
 export class BadRequestError extends HttpError {
-  constructor(details: HttpErrorDetails, code: DqsErrorCode = 'DQS_BAD_REQUEST') {
-    super(code, details);
+  constructor(details: HttpErrorDetails) {
+    super('DQS_BAD_REQUEST', details);
   }
 }
 

@@ -15,12 +15,12 @@
 
 import { isUtf8 } from 'node:buffer';
 import { Parser } from 'csv-parse';
-import type { PageRange } from '../convert/batch-builder.js';
 import type { DecodedColumns } from '../convert/column-data.js';
 import type { ColumnKind } from '../convert/column-kind.js';
 import { dateDaysAt } from '../convert/dates.js';
 import type { ColumnPlan } from '../convert/plan.js';
 import { toBooleanBit, toDateDays, toNumber, toText, toTimestampMs } from '../convert/values.js';
+import type { PageRef } from '../core/errors.js';
 import { type CsvCore, coreOf, fieldValue, PARSER_OPTIONS } from './csv.js';
 import {
   BOOLEAN,
@@ -85,7 +85,7 @@ export class FastCsvDecoder {
    * The page (a whole CSV body, header line first) as columns, or `undefined` when it is not an ordinary
    * page: the caller must then use the reference path, which gives the same rows or the right error.
    */
-  decode(body: Buffer, where: PageRange): DecodedColumns | undefined {
+  decode(body: Buffer, where: PageRef): DecodedColumns | undefined {
     if (this.#kinds.length === 0 || !isUtf8(body)) return undefined;
     const core = coreOf(new Parser(PARSER_OPTIONS));
     if (core === undefined) return undefined;
@@ -98,7 +98,7 @@ export class FastCsvDecoder {
     }
   }
 
-  #decode(body: Buffer, where: PageRange, core: CsvCore): DecodedColumns {
+  #decode(body: Buffer, where: PageRef, core: CsvCore): DecodedColumns {
     const kinds = this.#kinds;
     const ids = this.#ids;
     const width = kinds.length;

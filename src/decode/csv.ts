@@ -20,11 +20,10 @@
 
 import { type CastingContext, CsvError, Parser } from 'csv-parse';
 import { parse as parseSync } from 'csv-parse/sync';
-import type { PageRange } from '../convert/batch-builder.js';
 import type { ColumnKind } from '../convert/column-kind.js';
 import type { ColumnPlan } from '../convert/plan.js';
 import { parseDecimal } from '../convert/values.js';
-import { DecodeError, DqsError, safeRepr } from '../core/errors.js';
+import { DecodeError, DqsError, type PageRef, safeRepr } from '../core/errors.js';
 import type { WireValue } from '../core/wire.js';
 
 export interface CsvDecodeOptions {
@@ -99,7 +98,7 @@ class HeaderCheck {
   seen = false;
   constructor(
     readonly ids: readonly string[],
-    readonly where: PageRange,
+    readonly where: PageRef,
   ) {}
 
   check(record: readonly unknown[]): void {
@@ -114,7 +113,7 @@ class HeaderCheck {
 }
 
 /** A csv-parse failure (or anything unexpected from it) as a DecodeError naming page, row and line. */
-function csvFailure(error: unknown, where: PageRange): DqsError {
+function csvFailure(error: unknown, where: PageRef): DqsError {
   if (error instanceof DqsError) return error;
   if (error instanceof CsvError) {
     const info = error as CsvError & { lines?: number; records?: number };
@@ -145,7 +144,7 @@ function csvFailure(error: unknown, where: PageRange): DqsError {
 export async function* decodeCsv(
   body: AsyncIterable<Uint8Array | string>,
   plan: readonly ColumnPlan[],
-  where: PageRange,
+  where: PageRef,
   options: CsvDecodeOptions = {},
 ): AsyncGenerator<WireValue[][]> {
   const kinds = plan.map((c) => c.kind);
@@ -213,7 +212,7 @@ async function* decodePublic(
   body: AsyncIterable<Uint8Array | string>,
   kinds: readonly ColumnKind[],
   header: HeaderCheck,
-  where: PageRange,
+  where: PageRef,
 ): AsyncGenerator<WireValue[][]> {
   const chunks: Buffer[] = [];
   for await (const chunk of body) chunks.push(toBuffer(chunk));

@@ -71,6 +71,13 @@ export interface ResultFormat {
   ) => Promise<DecodedPage>;
 }
 
+/**
+ * A format this client decodes, by the one name it has everywhere (stream options, `--format`, the table
+ * below). Table JSON is `'json'` here; the wire's own names (`'table'`, ...) are for raw downloads.
+ * Spelled out rather than `keyof typeof FORMATS` so the public type does not expose the decoders.
+ */
+export type DecodableFormat = 'json' | 'csv' | 'xlsx';
+
 /** The formats this client reads, in the order `format: 'auto'` prefers them (fastest to decode first). */
 export const FORMATS = {
   json: {
@@ -109,13 +116,7 @@ export const FORMATS = {
     envelope: false,
     reference: async (body, plan, where) => ({ part: await allRows(decodeXlsx(body, plan, where)) }),
   },
-} as const satisfies Record<string, ResultFormat>;
-
-/**
- * A format this client decodes, by the one name it has everywhere (stream options, `--format`, this
- * table). Table JSON is `'json'` here; the wire's own names (`'table'`, ...) are for raw downloads.
- */
-export type DecodableFormat = keyof typeof FORMATS;
+} as const satisfies Record<DecodableFormat, ResultFormat>;
 
 /** The decodable formats, in `format: 'auto'`'s order of preference. */
 export const DECODABLE_FORMATS = Object.keys(FORMATS) as DecodableFormat[];

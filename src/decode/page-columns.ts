@@ -5,6 +5,7 @@
  */
 
 import type { DecodedColumn } from '../convert/column-data.js';
+import { grow } from '../convert/grow.js';
 import type { ColumnPlan } from '../convert/plan.js';
 import { usesDictionary } from '../convert/schema.js';
 
@@ -55,13 +56,7 @@ export function ensure<T extends Uint8Array | Int32Array | Float64Array>(
   return a.length >= need ? a : grow(a, need, used);
 }
 
-export function grow<T extends Uint8Array | Int32Array | Float64Array>(a: T, need: number, used: number): T {
-  let cap = Math.max(16, a.length * 2);
-  while (cap < need) cap *= 2;
-  const next = new (a.constructor as new (n: number) => T)(cap);
-  next.set(a.subarray(0, used) as never);
-  return next;
-}
+export { grow } from '../convert/grow.js';
 
 /**
  * A string column's bytes, grown by a quarter rather than doubled: a page's estimate is usually close, and

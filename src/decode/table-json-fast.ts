@@ -15,11 +15,11 @@
  */
 
 import { isUtf8 } from 'node:buffer';
-import type { PageRange } from '../convert/batch-builder.js';
 import type { DecodedColumn, DecodedColumns } from '../convert/column-data.js';
 import { dateDaysAt, timeOfDayMsAt } from '../convert/dates.js';
 import type { ColumnPlan } from '../convert/plan.js';
 import { toBooleanBit, toDateDays, toNumber, toText, toTimestampMs } from '../convert/values.js';
+import type { PageRef } from '../core/errors.js';
 import {
   BOOLEAN,
   DATE,
@@ -453,7 +453,7 @@ export class FastTableDecoder {
    * The page as columns, or `undefined` when it is not an ordinary page (the caller must then use the
    * reference path, which will produce the same rows or the right error).
    */
-  decode(body: Buffer, where: PageRange): FastTablePage | undefined {
+  decode(body: Buffer, where: PageRef): FastTablePage | undefined {
     if (this.#kinds.length === 0 || !isUtf8(body)) return undefined;
     try {
       return this.#decode(body, where);
@@ -467,7 +467,7 @@ export class FastTableDecoder {
     }
   }
 
-  #decode(b: Buffer, where: PageRange): FastTablePage {
+  #decode(b: Buffer, where: PageRef): FastTablePage {
     let i = skipWs(b, 0);
     if (b[i] !== 0x7b) throw BAIL;
     i = skipWs(b, i + 1);
@@ -548,7 +548,7 @@ export class FastTableDecoder {
   }
 
   /** Decodes the `rows` array at `b[i]` into columns; leaves the index after it in `rowsEnd`. */
-  #rows(b: Buffer, i: number, where: PageRange): DecodedColumns {
+  #rows(b: Buffer, i: number, where: PageRef): DecodedColumns {
     if (b[i] !== 0x5b) throw BAIL;
     const kinds = this.#kinds;
     const width = kinds.length;

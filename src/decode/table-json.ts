@@ -6,11 +6,10 @@
  * value anyway. Members we do not use (`id`, `state`, `group_fields`, ...) are passed through as sent.
  */
 
-import type { PageRange } from '../convert/batch-builder.js';
-import { DecodeError, safeRepr } from '../core/errors.js';
+import { DecodeError, type PageRef, safeRepr } from '../core/errors.js';
 import type { ResultPage } from '../core/wire.js';
 
-function fail(why: string, where: PageRange, cause?: unknown): DecodeError {
+function fail(why: string, where: PageRef, cause?: unknown): DecodeError {
   return new DecodeError(
     `Not a result page: ${why}`,
     { page: where },
@@ -28,7 +27,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
  * @param where the request the page answers (its `start` and `limit`), named in errors.
  * @throws DecodeError when the text is not JSON or not shaped like a result page.
  */
-export function parseTablePage(text: string, where: PageRange): ResultPage {
+export function parseTablePage(text: string, where: PageRef): ResultPage {
   let page: unknown;
   try {
     page = JSON.parse(text);

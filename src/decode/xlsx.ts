@@ -23,11 +23,11 @@
 
 import { Readable } from 'node:stream';
 import type ExcelJS from 'exceljs';
-import type { PageRange } from '../convert/batch-builder.js';
 import type { ColumnKind } from '../convert/column-kind.js';
 import { formatDateDays, formatTimestampMs } from '../convert/dates.js';
 import type { ColumnPlan } from '../convert/plan.js';
-import { DecodeError, DqsError, InvalidArgumentError, safeRepr } from '../core/errors.js';
+import { DecodeError, DqsError, type PageRef, safeRepr } from '../core/errors.js';
+import { invalid } from '../core/validate.js';
 import type { WireValue } from '../core/wire.js';
 
 export interface XlsxDecodeOptions {
@@ -62,15 +62,12 @@ const ZIP_MAGIC = [0x50, 0x4b, 0x03, 0x04] as const;
 export async function* decodeXlsx(
   body: AsyncIterable<Uint8Array | string> | NodeJS.ReadableStream,
   plan: readonly ColumnPlan[],
-  where: PageRange,
+  where: PageRef,
   options: XlsxDecodeOptions = {},
 ): AsyncGenerator<WireValue[][]> {
   const stallMs = options.stallMs ?? 10_000;
   if (typeof stallMs !== 'number' || !(stallMs >= 1) || !Number.isFinite(stallMs)) {
-    throw new InvalidArgumentError(
-      'stallMs',
-      `Expected a finite number >= 1, got ${safeRepr(stallMs)} (${typeof stallMs})`,
-    );
+    throw invalid('stallMs', 'a finite number >= 1', stallMs);
   }
   const input = (body as AsyncIterable<Uint8Array | string>)[Symbol.asyncIterator]();
   let head: Buffer[];
@@ -164,7 +161,7 @@ function toBuffer(chunk: Chunk): Buffer {
 }
 
 /** Reads until 4 bytes are in: empty bodies and non-zip bodies fail here, before exceljs sees them. */
-async function peekMagic(input: AsyncIterator<Chunk>, where: PageRange): Promise<Buffer[]> {
+async function peekMagic(input: AsyncIterator<Chunk>, where: PageRef): Promise<Buffer[]> {
   const head: Buffer[] = [];
   let bytes = 0;
   while (bytes < ZIP_MAGIC.length) {
@@ -206,7 +203,7 @@ class Feed {
     readonly input: AsyncIterator<Chunk>,
     head: Buffer[],
     readonly stallMs: number,
-    readonly where: PageRange,
+    readonly where: PageRef,
   ) {
     this.#head = head;
     this.#aborted = new Promise<never>((_, reject) => {
@@ -308,7 +305,7 @@ class RowReader {
 
   constructor(
     readonly plan: readonly ColumnPlan[],
-    readonly where: PageRange,
+    readonly where: PageRef,
   ) {
     this.#width = plan.length;
     this.#kinds = plan.map((c) => c.kind);

@@ -4,7 +4,7 @@
  * Transform, so Node's backpressure applies on both sides and a failure tears it down cleanly.
  */
 import type { Transform } from 'node:stream';
-import { InvalidArgumentError } from '../core/errors.js';
+import { invalid } from '../core/validate.js';
 import { arrowIpcTransform } from './ipc-transform.js';
 
 export interface ArrowIpcOptions {
@@ -19,7 +19,7 @@ export interface ArrowIpcOptions {
 export function toArrowIpc(options: ArrowIpcOptions = {}): Transform {
   const format = options.format ?? 'file';
   if (format !== 'file' && format !== 'stream') {
-    throw new InvalidArgumentError('format', `Expected 'file' or 'stream', got ${JSON.stringify(format)}`);
+    throw invalid('format', "'file' or 'stream'", format);
   }
   return arrowIpcTransform(format);
 }

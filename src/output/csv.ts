@@ -11,7 +11,7 @@
  */
 import { Transform } from 'node:stream';
 import type { RecordBatch } from 'apache-arrow';
-import { InvalidArgumentError } from '../core/errors.js';
+import { invalid } from '../core/validate.js';
 import { type Cell, cellReaders } from './cells.js';
 
 export interface CsvOptions {
@@ -43,7 +43,7 @@ function csvLines(batch: RecordBatch): string {
 export function toCsv(options: CsvOptions = {}): Transform {
   const header = options.header ?? true;
   if (typeof header !== 'boolean') {
-    throw new InvalidArgumentError('header', `Expected a boolean, got ${typeof header}`);
+    throw invalid('header', 'a boolean', header);
   }
   let first = true;
   return new Transform({

@@ -17,7 +17,8 @@
 import { Duplex } from 'node:stream';
 import { type RecordBatch, Table, tableToIPC } from 'apache-arrow';
 import type { RecordBatch as WasmRecordBatch } from 'parquet-wasm';
-import { InvalidArgumentError, safeRepr } from '../core/errors.js';
+import { InvalidArgumentError } from '../core/errors.js';
+import { checkInteger, invalid } from '../core/validate.js';
 import { VERSION } from '../core/version.js';
 
 export type ParquetCompression = 'zstd' | 'snappy' | 'gzip' | 'none';
@@ -63,18 +64,9 @@ interface NormalizedParquetOptions {
 function normalizeParquetOptions(options: ParquetOptions): NormalizedParquetOptions {
   const compression = options.compression ?? 'zstd';
   if (!Object.hasOwn(CODECS, compression)) {
-    throw new InvalidArgumentError(
-      'compression',
-      `Expected one of ${Object.keys(CODECS).join(', ')}, got ${safeRepr(compression)}`,
-    );
+    throw invalid('compression', `one of ${Object.keys(CODECS).join(', ')}`, compression);
   }
-  const rowGroupSize = options.rowGroupSize ?? 65_536;
-  if (!Number.isInteger(rowGroupSize) || rowGroupSize < 1) {
-    throw new InvalidArgumentError(
-      'rowGroupSize',
-      `Expected an integer >= 1, got ${safeRepr(rowGroupSize)} (${typeof rowGroupSize})`,
-    );
-  }
+  const rowGroupSize = checkInteger(options.rowGroupSize ?? 65_536, 'rowGroupSize', 1);
   return { compression: CODECS[compression], rowGroupSize };
 }
 

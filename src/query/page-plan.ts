@@ -3,13 +3,10 @@
  * total the server claims (a list of `{start, limit}` for `X-Total: 10^12` took gigabytes before the first
  * row was read), and its page size can change as the stream learns (bytes per row, a server that clamps).
  */
-import { RowLimitError } from '../core/errors.js';
+import { type PageRef, RowLimitError } from '../core/errors.js';
 
-/** One page request: 1-based `start` and the number of rows asked for. */
-export interface PageRange {
-  readonly start: number;
-  readonly limit: number;
-}
+/** One page request: 1-based `start` and the number of rows asked for (the `PageRef` errors name). */
+export type PageRange = PageRef;
 
 export class PagePlan {
   /** First row not yet handed out. */

@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import { inspect } from 'node:util';
 import { type RecordBatch, Table } from 'apache-arrow';
 import { JUPYTER_DISPLAY, type MimeBundle, resultBundle, resultText } from '../analytics/result-display.js';
-import { InvalidArgumentError } from '../core/errors.js';
+import { invalid } from '../core/validate.js';
 import { type FieldDescriptor, type FormatName, MediaType } from '../core/wire.js';
 import type { CallOptions, EndpointClient } from '../transport/endpoints.js';
 import { type FirstPage, type LocalRows, type ResultSource, ResultStream } from './result-stream.js';
@@ -100,10 +100,7 @@ export class QueryResult implements ResultSource {
     const byName: Record<string, string> = { ...MediaType, json: MediaType.table };
     const mediaType = byName[requested] ?? requested;
     if (!this.formats.includes(mediaType)) {
-      throw new InvalidArgumentError(
-        'format',
-        `Expected one of the offered formats (${this.formats.join(', ')}), got ${JSON.stringify(requested)}`,
-      );
+      throw invalid('format', `one of the offered formats (${this.formats.join(', ')})`, requested);
     }
     const start = options.start ?? 1;
     const limit = options.limit ?? Math.max(1, this.total - start + 1);

@@ -1,5 +1,6 @@
 import type { ColumnKind } from '../convert/index.js';
 import { FormatNotOfferedError, InvalidArgumentError } from '../core/errors.js';
+import { checkInteger, checkSignal, invalid, oneOf, optionalInteger } from '../core/validate.js';
 import { MediaType, ROW_CAP } from '../core/wire.js';
 import { DECODABLE_FORMATS, type DecodableFormat, FORMATS } from '../decode/index.js';
 
@@ -15,7 +16,7 @@ export interface StreamOptions {
   readonly format?: 'auto' | DecodableFormat;
   /**
    * Rows per page request (minimum 1). Unset, the stream starts at 10,000 rows and then aims at pages of
-   * ~2.5 MB from the bytes per row the first page showed (small pages beat big ones: see the README); a
+   * ~2.5 MB from the bytes per row the first page showed (small pages beat big ones: see docs/performance.md); a
    * server that answers fewer rows than asked (it clamps `limit`) is asked for that many from then on.
    * @default 'auto'
    */
@@ -62,8 +63,8 @@ export interface StreamOptions {
   /**
    * @internal Table-JSON and CSV decoding: `'fast'` decodes bytes straight into columns (falling back to
    * the reference for unusual pages), `'json'` always takes the reference path (`JSON.parse`, or
-   * csv-parse's rows for CSV; for tests and benchmarks). Also settable with the `DQS_DECODER` environment
-   * variable.
+   * csv-parse's rows for CSV; for tests and benchmarks). The CLI and the benchmarks take it from the
+   * `DQS_DECODER` environment variable; the library reads no environment for it.
    * @default 'fast'
    */
   readonly decoder?: 'fast' | 'json';
@@ -101,53 +102,34 @@ export const DEFAULT_CONCURRENCY = 2;
 export const DEFAULT_MAX_CONCURRENCY = 64;
 export const DEFAULT_WINDOW_BYTES = 48 * 1024 * 1024;
 
-function int(value: unknown, name: string, min: number, fallback: number, expected?: string): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
-    throw new InvalidArgumentError(
-      name,
-      `Expected ${expected ?? `an integer >= ${min}`}, got ${String(value)} (${typeof value})`,
-    );
-  }
-  return value;
-}
-
-function oneOf<T extends string>(value: unknown, name: string, allowed: readonly T[], fallback: T): T {
-  if (value === undefined) return fallback;
-  if (!allowed.includes(value as T)) {
-    throw new InvalidArgumentError(
-      name,
-      `Expected one of ${allowed.map((a) => `'${a}'`).join(', ')}, got ${JSON.stringify(value)}`,
-    );
-  }
-  return value as T;
+function invalidConcurrency(value: unknown): never {
+  throw invalid('concurrency', "'auto' or an integer >= 1", value);
 }
 
 export function normalizeStreamOptions(options: StreamOptions = {}): NormalizedStreamOptions {
   const pageSizeAuto = options.pageSize === undefined || options.pageSize === 'auto';
-  const pageSize = pageSizeAuto ? DEFAULT_PAGE_SIZE : int(options.pageSize, 'pageSize', 1, DEFAULT_PAGE_SIZE);
+  const pageSize = pageSizeAuto ? DEFAULT_PAGE_SIZE : checkInteger(options.pageSize, 'pageSize', 1);
   const concurrency =
     options.concurrency === undefined || options.concurrency === 'auto'
       ? 'auto'
-      : int(options.concurrency, 'concurrency', 1, DEFAULT_CONCURRENCY, "'auto' or an integer >= 1");
+      : Number.isSafeInteger(options.concurrency) && options.concurrency >= 1
+        ? options.concurrency
+        : invalidConcurrency(options.concurrency);
   const maxConcurrency =
-    options.maxConcurrency === undefined ? undefined : int(options.maxConcurrency, 'maxConcurrency', 1, 0);
+    options.maxConcurrency === undefined
+      ? undefined
+      : checkInteger(options.maxConcurrency, 'maxConcurrency', 1);
   if (maxConcurrency !== undefined && concurrency !== 'auto') {
     throw new InvalidArgumentError(
       'maxConcurrency',
       `Expected \`maxConcurrency\` only with concurrency 'auto', got concurrency ${concurrency}`,
     );
   }
-  const window = options.window === undefined ? undefined : int(options.window, 'window', 1, 0);
+  const window = options.window === undefined ? undefined : checkInteger(options.window, 'window', 1);
   if (window !== undefined && typeof concurrency === 'number' && window < concurrency) {
-    throw new InvalidArgumentError(
-      'window',
-      `Expected window >= concurrency (${concurrency}), got ${window}`,
-    );
+    throw invalid('window', `an integer >= \`concurrency\` (${concurrency})`, window);
   }
-  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
-    throw new InvalidArgumentError('signal', 'Expected an AbortSignal');
-  }
+  const signal = checkSignal(options.signal);
   return {
     output: oneOf(options.output, 'output', ['arrow', 'rows'], 'arrow'),
     format: oneOf(options.format, 'format', ['auto', ...DECODABLE_FORMATS], 'auto'),
@@ -156,22 +138,17 @@ export function normalizeStreamOptions(options: StreamOptions = {}): NormalizedS
     concurrency,
     maxConcurrency,
     window,
-    windowBytes: int(options.windowBytes, 'windowBytes', 1, DEFAULT_WINDOW_BYTES),
-    maxRows: int(options.maxRows, 'maxRows', 0, ROW_CAP),
-    batchSize: int(options.batchSize, 'batchSize', 1, pageSize),
+    windowBytes: optionalInteger(options.windowBytes, 'windowBytes', 1, DEFAULT_WINDOW_BYTES),
+    maxRows: optionalInteger(options.maxRows, 'maxRows', 0, ROW_CAP),
+    batchSize: optionalInteger(options.batchSize, 'batchSize', 1, pageSize),
     batchSizeAuto: options.batchSize === undefined,
-    startRow: int(options.startRow, 'startRow', 1, 1),
+    startRow: optionalInteger(options.startRow, 'startRow', 1, 1),
     types: options.types,
     onInvalid: oneOf(options.onInvalid, 'onInvalid', ['error', 'null'], 'error'),
     onTruncated: oneOf(options.onTruncated, 'onTruncated', ['warn', 'error'], 'warn'),
-    signal: options.signal,
-    timeoutMs: options.timeoutMs === undefined ? undefined : int(options.timeoutMs, 'timeoutMs', 1, 0),
-    decoder: oneOf(
-      options.decoder ?? (process.env.DQS_DECODER || undefined),
-      'decoder',
-      ['fast', 'json'],
-      'fast',
-    ),
+    signal,
+    timeoutMs: options.timeoutMs === undefined ? undefined : checkInteger(options.timeoutMs, 'timeoutMs', 1),
+    decoder: oneOf(options.decoder, 'decoder', ['fast', 'json'], 'fast'),
   };
 }
 

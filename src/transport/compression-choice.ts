@@ -5,10 +5,16 @@
  * Compression pays when bytes on the wire are what we wait for (a 100 Mbit/s link: a 10k-row page is
  * 4.2 MB plain, 0.6 MB gzipped) and costs when they are not (on loopback the server's gzip runs at a
  * fraction of the socket's speed). So in `'auto'` both are tried and timed on real pages: the time from
- * sending the request to the page's last byte, per decoded byte. The first page asks for compression, the
- * second does not; after that the cheaper one is used, and the other is tried again now and then (the link
- * or the server's load can change), less often the more clearly it lost, so a slow link pays for few
- * uncompressed pages.
+ * the response's headers to the page's last byte (transfer, and inflating, which overlaps it), per decoded
+ * byte. Not from the request: the wait for the headers is the server's queue and execution time, which
+ * moves with load and concurrency far more than with the coding (on a loaded machine, waits of 3-11 s
+ * beside bodies of 0.8-3 s for the same 4 MB pages) and would drown the difference. A server that
+ * compresses a page whole before answering hides that cost in the wait: near a tie, this errs towards
+ * compressing.
+ *
+ * Pages ask for compression until one has come back, then one does not; after that the cheaper way is
+ * used, and the other is tried again now and then (the link or the server's load can change), less often
+ * the more clearly it lost, so a slow link pays for few uncompressed pages.
  */
 
 /** Bodies smaller than this say more about round trips than about bytes: not counted. */
@@ -18,6 +24,8 @@ const ALPHA = 0.3;
 /** Pages between two tries of the losing choice, at first; doubled (or quadrupled) after each try. */
 const FIRST_RETRY_GAP = 16;
 const MAX_RETRY_GAP = 1024;
+/** Requests between two plain ones while no plain page has been measured yet. */
+const PLAIN_PROBE_GAP = 32;
 
 interface Arm {
   samples: number;
@@ -28,18 +36,22 @@ interface Arm {
 export class CompressionChoice {
   readonly #arms = { on: { samples: 0, msPerMB: 0 } as Arm, off: { samples: 0, msPerMB: 0 } as Arm };
   readonly #asked = { on: 0, off: 0 };
+  #sincePlain = 0;
   #gap = FIRST_RETRY_GAP;
   #untilRetry = FIRST_RETRY_GAP;
 
   /** Whether the next result page asks for compression. */
   next(): boolean {
     const { on, off } = this.#arms;
-    // Until both are measured: one page of each (compressed first), then compressed unless only the plain
-    // one has come back. A wide window does not start with many plain pages on a slow link.
-    if (on.samples === 0 || off.samples === 0) {
-      if (this.#asked.on === 0) return this.#count(true);
-      if (this.#asked.off === 0) return this.#count(false);
-      return this.#count(!(off.samples > 0 && on.samples === 0));
+    // Until both are measured: compressed until a compressed page has come back (a slow link must not
+    // fill a wide window with plain pages while the first compressed one is on its way, nor a failed or
+    // retried one leave only plain ones measured for good), then one plain page, asked again every 32
+    // requests until one has come back.
+    if (on.samples === 0) return this.#count(true);
+    if (off.samples === 0) {
+      if (this.#asked.off > 0 && ++this.#sincePlain < PLAIN_PROBE_GAP) return this.#count(true);
+      this.#sincePlain = 0;
+      return this.#count(false);
     }
     const better = on.msPerMB <= off.msPerMB;
     if (--this.#untilRetry > 0) return this.#count(better);
@@ -56,7 +68,7 @@ export class CompressionChoice {
     return compressed;
   }
 
-  /** A page read to its end: `ms` from sending the request to its last byte, `bytes` decoded. */
+  /** A page read to its end: `ms` from its headers to its last byte, `bytes` decoded. */
   record(compressed: boolean, bytes: number, ms: number): void {
     if (bytes < MIN_SAMPLE_BYTES || !(ms >= 0)) return;
     const arm = compressed ? this.#arms.on : this.#arms.off;

@@ -63,7 +63,10 @@ export interface HttpResponse {
    * `codings` is not empty, else `decoded` itself (plain bodies are not counted twice).
    */
   readonly wireBytes: (decoded: number) => number;
-  /** For a `bulk` request: tells the compression choice that the body (`bytes` decoded) was read to its end. */
+  /**
+   * For a `bulk` request: tells the compression choice that the body (`bytes` decoded) was read to its end,
+   * timed from the response's headers.
+   */
   readonly measured: (bytes: number) => void;
   readonly info: RequestInfo;
   /** Ends the request's timeout/abort wiring; call once the body is consumed or dropped. */
@@ -336,6 +339,7 @@ export class HttpTransport {
       wireBytes = decoded.wireBytes;
     }
     const choice = req.bulk ? this.#choice : undefined;
+    const headersAt = performance.now();
     return {
       status: res.statusCode,
       headers: res.headers,
@@ -343,7 +347,7 @@ export class HttpTransport {
       codings,
       wireBytes,
       measured: choice
-        ? (bytes) => choice.record(acceptEncoding !== 'identity', bytes, performance.now() - sentAt)
+        ? (bytes) => choice.record(acceptEncoding !== 'identity', bytes, performance.now() - headersAt)
         : () => {},
       info,
       done,
@@ -544,6 +548,6 @@ export async function errorFromResponse(res: HttpResponse): Promise<HttpError> {
       );
     }
     default:
-      return new BadRequestError(details, 'DQS_HTTP');
+      return new HttpError('DQS_HTTP', details);
   }
 }

@@ -2,6 +2,7 @@ import { constants as bufferConstants } from 'node:buffer';
 import type { Dispatcher } from 'undici';
 import { InvalidArgumentError, safeRepr } from '../core/errors.js';
 import { registerSecret } from '../core/redact.js';
+import { checkInteger, invalid, optionalInteger } from '../core/validate.js';
 import { API_VERSION } from '../core/wire.js';
 import { type ContentCoding, isSupportedCoding, SUPPORTED_CODINGS } from './content-encoding.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limiter.js';
@@ -113,14 +114,6 @@ const { MAX_STRING_LENGTH } = bufferConstants;
 
 const IPV4_LOOPBACK = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
 
-function positiveInteger(value: unknown, name: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    throw new InvalidArgumentError(name, `Expected an integer >= 1, got ${String(value)} (${typeof value})`);
-  }
-  return value;
-}
-
 /**
  * The default body limit: half of V8's longest string, so a body read as text never reaches it (UTF-8
  * text is at most as many characters as bytes) and a body at the limit, with its text, stays within
@@ -129,14 +122,7 @@ function positiveInteger(value: unknown, name: string, fallback: number): number
 export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 
 function maxResponseBytes(value: unknown): number {
-  const n = positiveInteger(value, 'maxResponseBytes', DEFAULT_MAX_RESPONSE_BYTES);
-  if (n > MAX_STRING_LENGTH) {
-    throw new InvalidArgumentError(
-      'maxResponseBytes',
-      `Expected an integer from 1 to ${MAX_STRING_LENGTH} (V8's longest string), got ${n} (number)`,
-    );
-  }
-  return n;
+  return optionalInteger(value, 'maxResponseBytes', 1, DEFAULT_MAX_RESPONSE_BYTES, MAX_STRING_LENGTH);
 }
 
 export function normalizeClientOptions(options: ClientOptions = {}): NormalizedClientOptions {
@@ -151,10 +137,7 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
   try {
     baseUrl = new URL(String(rawBase));
   } catch {
-    throw new InvalidArgumentError(
-      'baseUrl',
-      `Expected an absolute http(s) URL, got ${JSON.stringify(String(rawBase))}`,
-    );
+    throw invalid('baseUrl', 'an absolute http(s) URL', String(rawBase));
   }
   if (baseUrl.protocol !== 'http:' && baseUrl.protocol !== 'https:') {
     throw new InvalidArgumentError('baseUrl', `Expected an http: or https: URL, got ${baseUrl.protocol}`);
@@ -197,10 +180,7 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
   }
   const apiVersion = options.apiVersion ?? API_VERSION;
   if (typeof apiVersion !== 'string' || !/^\d{8}$/.test(apiVersion)) {
-    throw new InvalidArgumentError(
-      'apiVersion',
-      `Expected a date-shaped YYYYMMDD string, got ${String(apiVersion)}`,
-    );
+    throw invalid('apiVersion', 'a date-shaped YYYYMMDD string', apiVersion);
   }
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(options.headers ?? {})) {
@@ -219,10 +199,10 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     token: options.token,
     apiKey: apiKey === '' ? undefined : apiKey,
     apiVersion,
-    timeoutMs: positiveInteger(options.timeoutMs, 'timeoutMs', 60_000),
+    timeoutMs: optionalInteger(options.timeoutMs, 'timeoutMs', 1, 60_000),
     maxResponseBytes: maxResponseBytes(options.maxResponseBytes),
     connections:
-      options.connections === undefined ? undefined : positiveInteger(options.connections, 'connections', 1),
+      options.connections === undefined ? undefined : checkInteger(options.connections, 'connections', 1),
     headers,
     dispatcher: options.dispatcher,
     retry: normalizeRetryOptions(options.retry),

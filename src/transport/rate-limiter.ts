@@ -9,7 +9,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { sleep } from '../core/abortable.js';
-import { InvalidArgumentError } from '../core/errors.js';
+import { checkInteger } from '../core/validate.js';
 
 export interface RateLimitOptions {
   /** Requests allowed in any span of `intervalMs` (also the burst size). */
@@ -28,20 +28,8 @@ export class RateLimiter {
 
   constructor(options: RateLimitOptions) {
     const { requests, intervalMs = 60_000 } = options;
-    if (!Number.isInteger(requests) || requests < 1) {
-      throw new InvalidArgumentError(
-        'rateLimit.requests',
-        `Expected an integer >= 1, got ${String(requests)}`,
-      );
-    }
-    if (!Number.isInteger(intervalMs) || intervalMs < 1) {
-      throw new InvalidArgumentError(
-        'rateLimit.intervalMs',
-        `Expected an integer >= 1, got ${String(intervalMs)}`,
-      );
-    }
-    this.#requests = requests;
-    this.#intervalMs = intervalMs;
+    this.#requests = checkInteger(requests, 'rateLimit.requests', 1);
+    this.#intervalMs = checkInteger(intervalMs, 'rateLimit.intervalMs', 1);
   }
 
   /** The requests allowed per interval. */

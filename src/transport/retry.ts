@@ -5,13 +5,8 @@
  */
 
 import { sleep } from '../core/abortable.js';
-import {
-  DqsError,
-  InvalidArgumentError,
-  RateLimitedError,
-  ServerError,
-  TimeoutError,
-} from '../core/errors.js';
+import { DqsError, RateLimitedError, ServerError, TimeoutError } from '../core/errors.js';
+import { optionalInteger } from '../core/validate.js';
 
 export interface RetryOptions {
   /** Further attempts after the first; 0 disables retries. @default 4 */
@@ -43,14 +38,7 @@ export interface RetryEvent {
 }
 
 function nonNegativeInt(value: unknown, name: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-    throw new InvalidArgumentError(
-      `retry.${name}`,
-      `Expected an integer >= 0, got ${String(value)} (${typeof value})`,
-    );
-  }
-  return value;
+  return optionalInteger(value, `retry.${name}`, 0, fallback);
 }
 
 export function normalizeRetryOptions(options: RetryOptions | false | undefined): NormalizedRetryOptions {

@@ -12,7 +12,7 @@ import type {
   PartitionStreamOptions,
 } from '../../analytics/partitioned-export.js';
 import { checkTicker } from '../../transport/validate.js';
-import { choice, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
+import { choice, decoderFromEnv, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
 import { CACHE_OPTIONS } from '../connection.js';
 import { asLocalFault, LocalError, systemReason, UsageError } from '../errors.js';
@@ -151,6 +151,7 @@ export const exportCommand: Command = {
         tickers,
         outDir,
         ...(concurrency !== undefined ? { concurrency } : {}),
+        ...decoderFromEnv(),
         stream,
         overwrite,
         signal: ctx.signal,

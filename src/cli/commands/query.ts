@@ -5,7 +5,7 @@ import { SafeFile } from '../../core/safe-file.js';
 import type { StreamOptions } from '../../query/stream-options.js';
 import { unknownTickers, unknownTickersMessage } from '../../tickers/coverage.js';
 import type { EndpointClient } from '../../transport/endpoints.js';
-import { choice, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
+import { choice, decoderFromEnv, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { CACHE_OPTIONS } from '../connection.js';
 import { asLocalFault, LocalError, systemReason, UsageError } from '../errors.js';
@@ -228,6 +228,7 @@ function streamOptions(v: Values): StreamOptions {
     ...(format !== undefined ? { format } : {}),
     ...(pageSize !== undefined ? { pageSize } : {}),
     ...(concurrency !== undefined ? { concurrency } : {}),
+    ...decoderFromEnv(),
     ...(batchSize !== undefined ? { batchSize } : {}),
   };
 }

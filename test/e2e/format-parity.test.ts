@@ -1,9 +1,9 @@
 import { buffer } from 'node:stream/consumers';
 import type { Table } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { COMPANIES } from '../src/emulator/index.js';
-import { DecodeError, FormatNotOfferedError, type InvalidArgumentError, MediaType } from '../src/index.js';
-import { expectRejects, pageGets, setup } from './helpers.js';
+import { COMPANIES } from '../../src/emulator/index.js';
+import { DecodeError, FormatNotOfferedError, type InvalidArgumentError, MediaType } from '../../src/index.js';
+import { expectRejects, pageGets, setup } from '../helpers.js';
 
 function rowsOf(table: Table): unknown[] {
   return table.toArray().map((r) => r.toJSON());

@@ -331,7 +331,7 @@ describe('exportPartitioned: arguments', () => {
       [{ tickers: ['AAPL'] }, /tickers/],
       [{ dataset: '../x' }, /dataset/],
       [{ outDir: '' }, /directory path/],
-      [{ concurrency: 0 }, /Expected an integer >= 1, got 0/],
+      [{ concurrency: 0 }, /to be an integer >= 1, got 0/],
       [{ body: { tickers: ['nasdaq:aapl'] } }, /no `tickers` in `body`/],
       [{ stream: { pageSize: 0 } }, /pageSize|Expected an integer >= 1/],
     ];

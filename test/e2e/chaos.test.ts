@@ -23,7 +23,7 @@ import {
   faultPlan,
   queryTotal,
   startEmulator,
-} from '../src/emulator/index.js';
+} from '../../src/emulator/index.js';
 import {
   DatasetClient,
   type DqsError,
@@ -34,7 +34,7 @@ import {
   ServerError,
   type StreamOptions,
   toArrowIpc,
-} from '../src/index.js';
+} from '../../src/index.js';
 
 const DATASET = 'web_traffic';
 const BODY = {};

@@ -13,11 +13,11 @@ import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { RecordBatch } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COMPANIES, queryTotal } from '../src/emulator/index.js';
-import { DatasetClient, type RetryEvent } from '../src/index.js';
+import { COMPANIES, queryTotal } from '../../src/emulator/index.js';
+import { DatasetClient, type RetryEvent } from '../../src/index.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const EMULATOR = new URL('../dist/emulator/index.js', import.meta.url).href;
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const EMULATOR = new URL('../../dist/emulator/index.js', import.meta.url).href;
 const CLIENTS = 8;
 const MAX_MS = 10_000;
 const WARM_MS = 3_000;

@@ -290,6 +290,14 @@ describe('compressed transfer', () => {
     // The loser was within 2x: retried at gaps doubling from 16.
     const fast = run(3, 2, 500);
     expect(fast.map((on, i) => (on ? i : -1)).filter((i) => i >= 0)).toEqual([0, 17, 49, 113, 241, 497]);
+    // A plain page measured before any compressed one (that one failed, or is slow on the way) does not
+    // lock compression out: pages ask compressed until a compressed one is measured.
+    const early = new CompressionChoice();
+    expect([early.next(), early.next()]).toEqual([true, true]);
+    early.record(false, 4_000_000, 400);
+    expect([early.next(), early.next(), early.next()]).toEqual([true, true, true]);
+    early.record(true, 4_000_000, 100);
+    expect(early.next()).toBe(true);
     // Bodies under 64 KiB are not measured: they would time round trips, not bytes.
     const small = new CompressionChoice();
     small.next();

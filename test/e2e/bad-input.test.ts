@@ -1,5 +1,5 @@
 /**
- * The bad-input matrix (README, "Bad input and what you get"): every hostile or malformed input, at the client API, the
+ * The bad-input matrix (docs/errors.md, "Bad input and what you get"): every hostile or malformed input, at the client API, the
  * emulator's HTTP surface and the CLI, gets its clear error, and nothing crashes or hangs. Each row of a
  * table below is one line of the document.
  */
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../src/emulator/index.js';
+import { type Emulator, startEmulator } from '../../src/emulator/index.js';
 import {
   AuthenticationError,
   BadRequestError,
@@ -22,8 +22,8 @@ import {
   MediaType,
   NotAcceptableError,
   NotFoundError,
-} from '../src/index.js';
-import { authHeaders, rawRequest } from './emulator-helpers.js';
+} from '../../src/index.js';
+import { authHeaders, rawRequest } from '../emulator-helpers.js';
 
 const KEY = 'bad-input-key';
 const HUGE = 'x'.repeat(100_000);
@@ -74,7 +74,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'datasetId',
-    message: /Expected a dataset id .*got ""/,
+    message: /to be a dataset id .*got ""/,
   },
   {
     input: 'huge dataset id (100,000 chars)',
@@ -106,7 +106,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'datasetId',
-    message: /Expected a dataset id/,
+    message: /to be a dataset id/,
   },
   {
     input: 'unknown dataset',
@@ -131,7 +131,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'queryId',
-    message: /Expected 64 lower-case hex characters, got "not-hex"/,
+    message: /to be a query id \(64 lower-case hex characters\), got "not-hex"/,
   },
   {
     input: 'upper-case hex query id',
@@ -164,7 +164,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'start',
-    message: /Expected an integer >= 1, got 0 \(number\)/,
+    message: /to be an integer >= 1, got 0 \(number\)/,
   },
   {
     input: '`limit=-1`',
@@ -172,7 +172,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'limit',
-    message: /Expected an integer >= 1, got -1/,
+    message: /to be an integer >= 1, got -1/,
   },
   {
     input: '`start=1.5`, `start=NaN`',
@@ -196,7 +196,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'startRow',
-    message: /Expected an integer >= 1, got 0/,
+    message: /to be an integer >= 1, got 0/,
   },
   {
     input: 'stream `pageSize: -1`',
@@ -245,7 +245,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'body.tickers',
-    message: /Expected an array of tickers/,
+    message: /to be an array of tickers/,
   },
   {
     input: 'body not an object (an array)',
@@ -253,7 +253,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'body',
-    message: /Expected a query body object/,
+    message: /to be a query body object/,
   },
   {
     input: 'bad ticker filter on the dataset list',
@@ -310,7 +310,7 @@ const clientCases: ClientCase[] = [
     error: InvalidArgumentError,
     code: 'DQS_INVALID_ARGUMENT',
     detail: 'format',
-    message: /Expected one of 'auto', 'json', 'csv', 'xlsx', got "parquet"/,
+    message: /to be one of 'auto', 'json', 'csv', 'xlsx', got "parquet" \(string\)/,
   },
 ];
 
@@ -820,7 +820,7 @@ describe('bad input: emulator', () => {
   });
 });
 
-const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
 interface CliCase {
   readonly input: string;

@@ -183,7 +183,7 @@ describe('dqs export', () => {
       [['export', DATASET, '--out-dir', 'x'], /missing tickers: --ticker T/],
       [
         ['export', DATASET, '--out-dir', 'x', '--ticker', 'AAPL'],
-        /Expected a ticker shaped `<market>:<identifier>`/,
+        /to be a ticker shaped `<market>:<identifier>`/,
       ],
       [
         ['export', DATASET, '--out-dir', 'x', '--all-tickers', '--ticker', 'nasdaq:aapl'],
