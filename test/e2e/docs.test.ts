@@ -38,14 +38,31 @@ beforeAll(async () => {
   await writeFile(join(scratch, 'package.json'), '{ "name": "doc-examples", "private": true }\n');
   const modules = join(scratch, 'node_modules');
   await mkdir(modules);
+  // One link per package, scopes as real folders: a tool that walks into a linked scope folder would
+  // be walking in the repository's node_modules.
   for (const name of await readdir(join(REPO, 'node_modules'))) {
-    if (!name.startsWith('.')) await symlink(join(REPO, 'node_modules', name), join(modules, name));
+    if (name.startsWith('.')) continue;
+    if (!name.startsWith('@')) {
+      await symlink(join(REPO, 'node_modules', name), join(modules, name));
+      continue;
+    }
+    await mkdir(join(modules, name));
+    for (const sub of await readdir(join(REPO, 'node_modules', name))) {
+      await symlink(join(REPO, 'node_modules', name, sub), join(modules, name, sub));
+    }
   }
   await symlink(REPO, join(modules, 'dqs-client'));
   bin = join(scratch, 'bin');
   await mkdir(bin);
   await writeFile(join(bin, 'dqs'), `#!/bin/sh\nexec "${process.execPath}" "${CLI}" "$@"\n`);
   await chmod(join(bin, 'dqs'), 0o755);
+  // npm is not for examples: an `npm install` here once emptied the repository's packages through the
+  // links above. An example that installs or runs the checkout's scripts is marked not-run instead.
+  await writeFile(
+    join(bin, 'npm'),
+    '#!/bin/sh\necho "doc-test: npm is not run in doc examples (mark the example not-run)" >&2\nexit 97\n',
+  );
+  await chmod(join(bin, 'npm'), 0o755);
 });
 
 afterAll(async () => {
