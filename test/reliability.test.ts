@@ -1,13 +1,13 @@
 /**
- * Reliability of the client against the emulator's fault injection: retries (which failures, how often,
- * how long), Retry-After, timeouts, the rate limiter, the 429 step-down, resume from a checkpoint, and
- * response-size limits. Every test talks to a real server on 127.0.0.1.
+ * Reliability of a result stream against the emulator's fault injection: the 429 step-down, resume from a
+ * checkpoint, response-size limits, typed errors through the stream. Retries are in transport-retry.test.ts,
+ * the rate limiter in transport-rate-limit.test.ts. Every test talks to a real server on 127.0.0.1.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RecordBatch } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { type FaultContext, type FaultKind, faultPlan, queryRows } from '../src/emulator/index.js';
+import { type FaultContext, type FaultKind, queryRows } from '../src/emulator/index.js';
 import {
   AuthenticationError,
   BadRequestError,
@@ -21,17 +21,14 @@ import {
   ResponseTooLargeError,
   type RetryEvent,
   ServerError,
-  TimeoutError,
 } from '../src/index.js';
-import { backoffDelay, normalizeRetryOptions } from '../src/transport/retry.js';
-import { parseRetryAfter } from '../src/transport/retry-after.js';
 import { expectRejects, setup } from './helpers.js';
 
 const FAST = { minDelayMs: 1, maxDelayMs: 5 };
 const isPageGet = (r: Pick<FaultContext, 'method' | 'path' | 'query'>) =>
   r.method === 'GET' && /\/query\/[0-9a-f]{64}$/.test(r.path) && r.query.limit !== '1';
 
-function retriesOf(client: DatasetClient): RetryEvent[] {
+function _retriesOf(client: DatasetClient): RetryEvent[] {
   const events: RetryEvent[] = [];
   client.on('retry', (e: RetryEvent) => events.push(e));
   return events;
@@ -43,7 +40,7 @@ function kindOf(error: DqsError): string {
   if (error instanceof NetworkError) return 'network';
   return error.code;
 }
-const expectedKind = (k: FaultKind | 'custom') => (k === 'reset' || k === 'cut' ? 'network' : k);
+const _expectedKind = (k: FaultKind | 'custom') => (k === 'reset' || k === 'cut' ? 'network' : k);
 
 async function collectRows(stream: AsyncIterable<unknown>, delayMs = 0): Promise<number> {
   let rows = 0;
@@ -53,270 +50,6 @@ async function collectRows(stream: AsyncIterable<unknown>, delayMs = 0): Promise
   }
   return rows;
 }
-
-describe('retries', () => {
-  it('retries each transient failure once on GET, HEAD and the creating POST, each visible as an event', async () => {
-    // Odd request numbers fail (one fault per call), the repeat succeeds; the 6th call meets two in a row.
-    const plan = faultPlan({
-      seed: 1,
-      rate: 0,
-      retryAfter: '0',
-      at: {
-        1: '429',
-        3: '503',
-        5: 'cut',
-        7: 'reset',
-        9: '500',
-        11: '502',
-        12: '504',
-        14: 'reset',
-        16: 'cut',
-        18: 'latency',
-        19: 'trickle',
-      },
-    });
-    const { client, emu } = await setup({ fault: plan }, { retry: FAST });
-    const retries = retriesOf(client);
-    const h = await client.createQuery('web_traffic', { tickers: ['nasdaq:aapl'] }); // 1 429, 2
-    expect((await client.checkQuery('web_traffic', h.id)).state).toBe('complete'); // 3 503, 4
-    const page = await client.readPage('web_traffic', h.id, { start: 1, limit: 50 }); // 5 cut, 6
-    expect(page.rows).toHaveLength(50);
-    expect((await client.listDatasets()).length).toBe(4); // 7 reset, 8
-    expect((await client.getDataset('web_traffic')).id).toBe('web_traffic'); // 9 500, 10
-    expect((await client.searchTickers('web_traffic', 'apple')).length).toBeGreaterThan(0); // 11, 12, 13
-    expect((await client.checkQuery('web_traffic', h.id)).total).toBe(page.total); // 14 reset, 15
-    expect((await client.createQuery('web_traffic', { tickers: ['nasdaq:aapl'] })).id).toBe(h.id); // 16 cut, 17
-    await client.listDatasets(); // 18 latency: slow, not failed
-    await client.listDatasets(); // 19 trickle: slow, not failed
-    expect(emu.requests).toHaveLength(19);
-    expect(plan.failures).toBe(9);
-    expect(retries).toHaveLength(plan.failures);
-    const failing = plan.log.filter((f) => f.kind !== 'latency' && f.kind !== 'trickle');
-    expect(retries.map((e) => kindOf(e.error))).toEqual(failing.map((f) => expectedKind(f.kind)));
-    expect(retries.map((e) => e.what.split(' ')[0])).toEqual(failing.map((f) => f.method));
-    // The second of two failures in a row is attempt 2.
-    expect(retries.map((e) => e.attempt)).toEqual([1, 1, 1, 1, 1, 1, 2, 1, 1]);
-  });
-
-  it('does not retry what cannot succeed: 400, 401, 404, 406, 409', async () => {
-    for (const status of [400, 401, 404, 406, 409]) {
-      const { client, emu } = await setup(
-        { fault: faultPlan({ seed: 1, rate: 0, at: { 1: { kind: 'status', status } } }) },
-        { retry: FAST },
-      );
-      const retries = retriesOf(client);
-      const err = await expectRejects<DqsError>(client.listDatasets(), () => {});
-      expect((err as { status?: number }).status).toBe(status);
-      expect(retries).toHaveLength(0);
-      expect(emu.requests).toHaveLength(1);
-    }
-  });
-
-  it('bounds the attempts: retries + 1 requests, then the last error', async () => {
-    const { client, emu } = await setup(
-      { fault: () => ({ kind: 'status', status: 503 }) },
-      { retry: { retries: 2, ...FAST } },
-    );
-    const retries = retriesOf(client);
-    await expectRejects<ServerError>(client.listDatasets(), (e) => {
-      expect(e).toBeInstanceOf(ServerError);
-      expect(e.status).toBe(503);
-    });
-    expect(emu.requests).toHaveLength(3);
-    expect(retries.map((e) => e.attempt)).toEqual([1, 2]);
-  });
-
-  it('gives up at once when a Retry-After would pass the overall deadline', async () => {
-    const { client, emu } = await setup(
-      { fault: () => ({ kind: 'status', status: 429, headers: { 'Retry-After': '30' } }) },
-      { retry: { deadlineMs: 2000, ...FAST } },
-    );
-    const t0 = performance.now();
-    await expectRejects<RateLimitedError>(client.listDatasets(), (e) => {
-      expect(e).toBeInstanceOf(RateLimitedError);
-      expect(e.retryAfterMs).toBe(30_000);
-    });
-    expect(performance.now() - t0).toBeLessThan(1000);
-    expect(emu.requests).toHaveLength(1);
-  });
-
-  it('honours Retry-After in seconds ("1" is one second) and as an HTTP date', async () => {
-    const date = () => new Date(Date.now() + 2000).toUTCString();
-    let n = 0;
-    const { client, emu } = await setup(
-      {
-        fault: () => {
-          n++;
-          if (n === 1) return { kind: 'status', status: 429, headers: { 'Retry-After': '1' } };
-          if (n === 3) return { kind: 'status', status: 503, headers: { 'Retry-After': date() } };
-          return undefined;
-        },
-      },
-      { retry: FAST },
-    );
-    const retries = retriesOf(client);
-    await client.listDatasets();
-    await client.listDatasets();
-    // The client waited (far more than its 5 ms maximum backoff) and the server saw the gap.
-    expect(retries[0]!.delayMs).toBe(1000);
-    // An HTTP date has whole seconds: 2 s ahead is between 1 and 2 s away.
-    expect(retries[1]!.delayMs).toBeGreaterThanOrEqual(1000);
-    expect(retries[1]!.delayMs).toBeLessThanOrEqual(2000);
-    const at = emu.requests.map((r) => r.at);
-    expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(990);
-    expect(at[3]! - at[2]!).toBeGreaterThanOrEqual(990);
-  });
-
-  it('retries a request that outlasts its timeout, before headers and in a trickling body', async () => {
-    const { client } = await setup(
-      {
-        fault: faultPlan({
-          seed: 1,
-          rate: 0,
-          at: {
-            1: { kind: 'delay', ms: 2000 },
-            3: { kind: 'trickle', bytesPerChunk: 8, intervalMs: 40 },
-          },
-        }),
-      },
-      { timeoutMs: 250, retry: FAST },
-    );
-    const retries = retriesOf(client);
-    const t0 = performance.now();
-    expect((await client.listDatasets()).length).toBe(4);
-    expect((await client.listDatasets()).length).toBe(4);
-    expect(retries.map((e) => e.error.code)).toEqual(['DQS_TIMEOUT', 'DQS_TIMEOUT']);
-    expect(retries[0]!.error).toBeInstanceOf(TimeoutError);
-    expect(performance.now() - t0).toBeLessThan(1500);
-  });
-
-  it('download(): a slow but steady body outlives timeoutMs, a silent one still times out (regression)', async () => {
-    // The whole-exchange timer ran until the downloaded body closed, so any download taking longer than
-    // timeoutMs in all was aborted, though the option promises "the longest silence between two chunks".
-    const { client } = await setup(
-      {
-        fault: (r) => {
-          if (!isPageGet(r) || r.query.limit === '1') return undefined;
-          return r.query.limit === '300'
-            ? { kind: 'trickle', bytesPerChunk: 4096, intervalMs: 25 }
-            : { kind: 'trickle', bytesPerChunk: 4096, intervalMs: 5000 };
-        },
-      },
-      // Plain bodies: the timing counts chunks of bytes on the wire, which compression would shrink.
-      { timeoutMs: 300, retry: false, compression: false },
-    );
-    const result = await client.query('job_listings', { tickers: ['nasdaq:aapl'] });
-    const t0 = performance.now();
-    let bytes = 0;
-    for await (const chunk of await result.download({ limit: 300 })) bytes += (chunk as Buffer).length;
-    expect(performance.now() - t0).toBeGreaterThan(400);
-    expect(bytes).toBeGreaterThan(20 * 4096);
-    const silent = await result.download({ limit: 200 });
-    await expect(
-      (async () => {
-        for await (const _ of silent);
-      })(),
-    ).rejects.toMatchObject({ code: 'UND_ERR_BODY_TIMEOUT' });
-  });
-
-  it('never decodes a cut JSON body as a page: any cut point is a NetworkError', async () => {
-    const { client, emu } = await setup({}, { retry: false });
-    const h = await client.createQuery('web_traffic', { tickers: ['nasdaq:aapl'] });
-    const full = await client.readPage('web_traffic', h.id, { start: 1, limit: 20 });
-    const size = Buffer.byteLength(JSON.stringify(full));
-    await emu.close();
-    for (const afterBytes of [0, 1, 2, 100, Math.floor(size / 2), size - 2, size - 1, size + 10]) {
-      const { client: c } = await setup(
-        { fault: (r) => (isPageGet(r) ? { kind: 'cut', afterBytes } : undefined) },
-        { retry: false },
-      );
-      await c.createQuery('web_traffic', { tickers: ['nasdaq:aapl'] });
-      await expectRejects<NetworkError>(c.readPage('web_traffic', h.id, { start: 1, limit: 20 }), (e) => {
-        expect(e).toBeInstanceOf(NetworkError);
-        expect(e.code).toBe('DQS_NETWORK');
-      });
-    }
-  });
-
-  it('retries a cut CSV body instead of failing with a DecodeError (regression)', async () => {
-    // The CSV/XLSX path read undici's error raw: csv-parse wrapped it in a DecodeError, which is not
-    // retried, so one cut page failed the whole download.
-    let cuts = 0;
-    const { client } = await setup(
-      {
-        rowCap: 3000,
-        fault: (r) =>
-          isPageGet(r) && r.query.start === '1001' && cuts++ < 2
-            ? { kind: 'cut', afterBytes: 5000 }
-            : undefined,
-      },
-      { retry: FAST },
-    );
-    const retries = retriesOf(client);
-    const result = await client.query('job_listings', {});
-    const rows = await result.toArray({ format: 'csv', pageSize: 1000 });
-    expect(rows).toHaveLength(3000);
-    expect(retries.map((e) => e.error.code)).toEqual(['DQS_NETWORK', 'DQS_NETWORK']);
-    const csvTable = await result.toTable({ format: 'csv', pageSize: 1000 });
-    const jsonTable = await result.toTable({ format: 'json', pageSize: 1000 });
-    expect(csvTable.toArray().map((r) => r.toJSON())).toEqual(jsonTable.toArray().map((r) => r.toJSON()));
-  });
-
-  it('full jitter: each pause is uniform in [0, min(max, min * 2^(attempt-1))], Retry-After a floor', () => {
-    const policy = normalizeRetryOptions({ minDelayMs: 100, maxDelayMs: 1000 });
-    const err = new ServerError({ status: 503, method: 'GET', url: 'u' });
-    expect([1, 2, 3, 4, 5, 6].map((a) => backoffDelay(policy, a, err, () => 0.999999))).toEqual([
-      100, 200, 400, 800, 1000, 1000,
-    ]);
-    expect(backoffDelay(policy, 3, err, () => 0)).toBe(0);
-    const limited = new RateLimitedError({ status: 429, method: 'GET', url: 'u', retryAfterMs: 3000 });
-    expect(backoffDelay(policy, 1, limited, () => 0.5)).toBe(3000);
-    expect(parseRetryAfter('1')).toBe(1000);
-    expect(parseRetryAfter(' 0 ')).toBe(0);
-    expect(parseRetryAfter('2.5')).toBe(2500);
-    expect(parseRetryAfter('Wed, 21 Oct 2015 07:28:00 GMT', Date.parse('2015-10-21T07:27:30Z'))).toBe(30_000);
-    expect(parseRetryAfter('Wed, 21 Oct 2015 07:28:00 GMT', Date.parse('2016-01-01T00:00:00Z'))).toBe(0);
-    expect(parseRetryAfter('soon')).toBeUndefined();
-    expect(parseRetryAfter(undefined)).toBeUndefined();
-  });
-});
-
-describe('rate limiter', () => {
-  it('keeps every span of intervalMs at `requests` requests or fewer, polling and pages alike', async () => {
-    const { client, emu } = await setup(
-      { rowCap: 4000, queryDelayMs: 150 },
-      { rateLimit: { requests: 5, intervalMs: 400 } },
-    );
-    const t0 = performance.now();
-    const rows = await collectRows(client.stream('job_listings', {}, { pageSize: 500, pollMinMs: 10 }));
-    const elapsed = performance.now() - t0;
-    expect(rows).toBe(4000);
-    const at = emu.requests.map((r) => r.at);
-    const methods = new Set(emu.requests.map((r) => r.method));
-    expect(methods).toEqual(new Set(['POST', 'HEAD', 'GET']));
-    // POST, >= 1 HEAD, the 1-row GET and 8 pages: at least 11 requests, so at least 2 full intervals.
-    expect(at.length).toBeGreaterThanOrEqual(11);
-    expect(elapsed).toBeGreaterThanOrEqual(Math.floor((at.length - 1) / 5) * 400 - 20);
-    // The sixth request after any request comes a whole interval later (less the network's few ms).
-    for (let i = 5; i < at.length; i++) expect(at[i]! - at[i - 5]!).toBeGreaterThanOrEqual(350);
-  });
-
-  it('rejects bad options with the option named', () => {
-    for (const rateLimit of [{ requests: 0 }, { requests: 1.5 }, { requests: 5, intervalMs: 0 }]) {
-      expect(() => new DatasetClient({ baseUrl: 'http://127.0.0.1:1', rateLimit })).toThrow(/rateLimit\./);
-    }
-  });
-
-  it('does not count the wait for a turn against the per-request timeout (regression)', async () => {
-    // The timeout timer used to start before the rate limiter's wait, so a request queued for longer
-    // than timeoutMs failed (and was retried) without ever reaching the server.
-    const { client, emu } = await setup({}, { rateLimit: { requests: 1, intervalMs: 400 }, timeoutMs: 250 });
-    const retries = retriesOf(client);
-    await Promise.all([client.listDatasets(), client.listDatasets(), client.listDatasets()]);
-    expect(retries).toHaveLength(0);
-    expect(emu.requests).toHaveLength(3);
-  });
-});
 
 describe('429 step-down', () => {
   it("halves the stream's concurrency on each 429 and earns it back as pages succeed", async () => {

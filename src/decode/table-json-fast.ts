@@ -52,6 +52,26 @@ const MS_PER_DAY = 86_400_000;
 const TWO_POW_53 = 9_007_199_254_740_992;
 const POW10 = Array.from({ length: 23 }, (_, k) => 10 ** k);
 
+/*
+ * The scanner's module state, in one place. The scanning functions return the index they stopped at and
+ * leave their second result here, so the hot loop allocates nothing per value (no result objects or
+ * tuples). Each is written by one function and read by its caller right after the call; nothing here
+ * outlives one `decode()`, and decoding is synchronous, so decoders never see each other's values.
+ */
+/**
+ * The value of the last number scanned (set by `scanNumber`). A typed array, not a `let`: a double stored
+ * in a module variable is boxed (a heap allocation per number).
+ */
+const scanned = new Float64Array(1);
+/** Set by `unescapeInto` when a lone surrogate was written (as U+FFFD, like `Buffer#write`). */
+let loneSurrogate = false;
+/** Input bytes taken by the last `unicodeEscape` (6, or 12 for a surrogate pair). */
+let consumed = 6;
+/** The last value read by `readGeneric`. */
+let generic: string | number | boolean | null = null;
+/** Where `#rows` stopped (the index after the `rows` array). */
+let rowsEnd = 0;
+
 /** Thrown to abandon a page for the reference path; caught in `decode()` and never escapes. */
 class Bail extends Error {}
 const BAIL = new Bail('not an ordinary page');
@@ -68,12 +88,6 @@ function skipWs(b: Uint8Array, i: number): number {
 function isDigit(c: number | undefined): boolean {
   return c !== undefined && c >= 0x30 && c <= 0x39;
 }
-
-/**
- * The value of the last number scanned (set by `scanNumber`). A typed array, not a `let`: a double stored
- * in a module variable is boxed (a heap allocation per number).
- */
-const scanned = new Float64Array(1);
 
 /**
  * Scans a JSON number at `b[i]` (strict JSON grammar), leaving its value in `scanned`; returns the index
@@ -181,9 +195,6 @@ function hex4(b: Uint8Array, i: number): number {
   return (hexValue(b[i]) << 12) | (hexValue(b[i + 1]) << 8) | (hexValue(b[i + 2]) << 4) | hexValue(b[i + 3]);
 }
 
-/** Set by `unescapeInto` when a lone surrogate was written (as U+FFFD, like `Buffer#write`). */
-let loneSurrogate = false;
-
 /**
  * Decodes the string content `b[s, e)` (escapes already checked by `stringEnd`) into `out` at `o`, as
  * `Buffer#write` would encode the string `JSON.parse` makes of it; returns the new end in `out`. The
@@ -252,9 +263,6 @@ function unescapeInto(b: Uint8Array, s: number, e: number, out: Uint8Array, o: n
   }
   return o;
 }
-
-/** Input bytes taken by the last `unicodeEscape` (6, or 12 for a surrogate pair). */
-let consumed = 6;
 
 /**
  * Decodes the `\uXXXX` escape at `b[i]` (and a low surrogate escape after a high one) into `out` at `o`
@@ -334,9 +342,6 @@ function literalEnd(b: Uint8Array, i: number): number {
 function isNullAt(b: Uint8Array, i: number): boolean {
   return b[i] === 0x6e && b[i + 1] === 0x75 && b[i + 2] === 0x6c && b[i + 3] === 0x6c;
 }
-
-/** The last value read by `readGeneric`. */
-let generic: string | number | boolean | null = null;
 
 /** Reads any scalar JSON value as `JSON.parse` would into `generic`; returns the index after it. */
 function readGeneric(b: Buffer, i: number): number {
@@ -947,9 +952,6 @@ function reuse<T extends Float64Array | Int32Array | Uint8Array>(
 ): T {
   return spare !== undefined && spare.length >= size ? spare : new make(size);
 }
-
-/** Where `#rows` stopped (the index after the `rows` array). */
-let rowsEnd = 0;
 
 const EMPTY_DICT = new ByteDictionary();
 

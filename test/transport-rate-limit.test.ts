@@ -1,0 +1,78 @@
+// The client's rate limiter (src/transport/rate-limiter.ts): polling and pages alike stay within the quota.
+// Moved out of reliability.test.ts unchanged.
+import type { RecordBatch } from 'apache-arrow';
+import { describe, expect, it } from 'vitest';
+import type { FaultContext, FaultKind } from '../src/emulator/index.js';
+import {
+  DatasetClient,
+  type DqsError,
+  NetworkError,
+  RateLimitedError,
+  type RetryEvent,
+  ServerError,
+} from '../src/index.js';
+import { setup } from './helpers.js';
+
+const _FAST = { minDelayMs: 1, maxDelayMs: 5 };
+const _isPageGet = (r: Pick<FaultContext, 'method' | 'path' | 'query'>) =>
+  r.method === 'GET' && /\/query\/[0-9a-f]{64}$/.test(r.path) && r.query.limit !== '1';
+
+function retriesOf(client: DatasetClient): RetryEvent[] {
+  const events: RetryEvent[] = [];
+  client.on('retry', (e: RetryEvent) => events.push(e));
+  return events;
+}
+
+/** What a failing fault kind looks like to the client. */
+function _kindOf(error: DqsError): string {
+  if (error instanceof RateLimitedError || error instanceof ServerError) return String(error.status);
+  if (error instanceof NetworkError) return 'network';
+  return error.code;
+}
+const _expectedKind = (k: FaultKind | 'custom') => (k === 'reset' || k === 'cut' ? 'network' : k);
+
+async function collectRows(stream: AsyncIterable<unknown>, delayMs = 0): Promise<number> {
+  let rows = 0;
+  for await (const b of stream) {
+    rows += (b as RecordBatch).numRows;
+    if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+  }
+  return rows;
+}
+
+describe('rate limiter', () => {
+  it('keeps every span of intervalMs at `requests` requests or fewer, polling and pages alike', async () => {
+    const { client, emu } = await setup(
+      { rowCap: 4000, queryDelayMs: 150 },
+      { rateLimit: { requests: 5, intervalMs: 400 } },
+    );
+    const t0 = performance.now();
+    const rows = await collectRows(client.stream('job_listings', {}, { pageSize: 500, pollMinMs: 10 }));
+    const elapsed = performance.now() - t0;
+    expect(rows).toBe(4000);
+    const at = emu.requests.map((r) => r.at);
+    const methods = new Set(emu.requests.map((r) => r.method));
+    expect(methods).toEqual(new Set(['POST', 'HEAD', 'GET']));
+    // POST, >= 1 HEAD, the 1-row GET and 8 pages: at least 11 requests, so at least 2 full intervals.
+    expect(at.length).toBeGreaterThanOrEqual(11);
+    expect(elapsed).toBeGreaterThanOrEqual(Math.floor((at.length - 1) / 5) * 400 - 20);
+    // The sixth request after any request comes a whole interval later (less the network's few ms).
+    for (let i = 5; i < at.length; i++) expect(at[i]! - at[i - 5]!).toBeGreaterThanOrEqual(350);
+  });
+
+  it('rejects bad options with the option named', () => {
+    for (const rateLimit of [{ requests: 0 }, { requests: 1.5 }, { requests: 5, intervalMs: 0 }]) {
+      expect(() => new DatasetClient({ baseUrl: 'http://127.0.0.1:1', rateLimit })).toThrow(/rateLimit\./);
+    }
+  });
+
+  it('does not count the wait for a turn against the per-request timeout (regression)', async () => {
+    // The timeout timer used to start before the rate limiter's wait, so a request queued for longer
+    // than timeoutMs failed (and was retried) without ever reaching the server.
+    const { client, emu } = await setup({}, { rateLimit: { requests: 1, intervalMs: 400 }, timeoutMs: 250 });
+    const retries = retriesOf(client);
+    await Promise.all([client.listDatasets(), client.listDatasets(), client.listDatasets()]);
+    expect(retries).toHaveLength(0);
+    expect(emu.requests).toHaveLength(3);
+  });
+});
