@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RecordBatch } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { type FaultContext, type FaultKind, queryRows } from '../src/emulator/index.js';
+import { type FaultContext, queryRows } from '../src/emulator/index.js';
 import {
   AuthenticationError,
   BadRequestError,
@@ -28,19 +28,12 @@ const FAST = { minDelayMs: 1, maxDelayMs: 5 };
 const isPageGet = (r: Pick<FaultContext, 'method' | 'path' | 'query'>) =>
   r.method === 'GET' && /\/query\/[0-9a-f]{64}$/.test(r.path) && r.query.limit !== '1';
 
-function _retriesOf(client: DatasetClient): RetryEvent[] {
-  const events: RetryEvent[] = [];
-  client.on('retry', (e: RetryEvent) => events.push(e));
-  return events;
-}
-
 /** What a failing fault kind looks like to the client. */
 function kindOf(error: DqsError): string {
   if (error instanceof RateLimitedError || error instanceof ServerError) return String(error.status);
   if (error instanceof NetworkError) return 'network';
   return error.code;
 }
-const _expectedKind = (k: FaultKind | 'custom') => (k === 'reset' || k === 'cut' ? 'network' : k);
 
 async function collectRows(stream: AsyncIterable<unknown>, delayMs = 0): Promise<number> {
   let rows = 0;

@@ -2,34 +2,14 @@
 // Moved out of reliability.test.ts unchanged.
 import type { RecordBatch } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import type { FaultContext, FaultKind } from '../src/emulator/index.js';
-import {
-  DatasetClient,
-  type DqsError,
-  NetworkError,
-  RateLimitedError,
-  type RetryEvent,
-  ServerError,
-} from '../src/index.js';
+import { DatasetClient, type RetryEvent } from '../src/index.js';
 import { setup } from './helpers.js';
-
-const _FAST = { minDelayMs: 1, maxDelayMs: 5 };
-const _isPageGet = (r: Pick<FaultContext, 'method' | 'path' | 'query'>) =>
-  r.method === 'GET' && /\/query\/[0-9a-f]{64}$/.test(r.path) && r.query.limit !== '1';
 
 function retriesOf(client: DatasetClient): RetryEvent[] {
   const events: RetryEvent[] = [];
   client.on('retry', (e: RetryEvent) => events.push(e));
   return events;
 }
-
-/** What a failing fault kind looks like to the client. */
-function _kindOf(error: DqsError): string {
-  if (error instanceof RateLimitedError || error instanceof ServerError) return String(error.status);
-  if (error instanceof NetworkError) return 'network';
-  return error.code;
-}
-const _expectedKind = (k: FaultKind | 'custom') => (k === 'reset' || k === 'cut' ? 'network' : k);
 
 async function collectRows(stream: AsyncIterable<unknown>, delayMs = 0): Promise<number> {
   let rows = 0;

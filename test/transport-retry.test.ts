@@ -1,6 +1,5 @@
 // Retries (src/transport/retry.ts, retry-after.ts): what is retried and how, backoff and Retry-After,
 // cut bodies never decoded as short pages. Moved out of reliability.test.ts unchanged.
-import type { RecordBatch } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { type FaultContext, type FaultKind, faultPlan } from '../src/emulator/index.js';
 import {
@@ -33,15 +32,6 @@ function kindOf(error: DqsError): string {
   return error.code;
 }
 const expectedKind = (k: FaultKind | 'custom') => (k === 'reset' || k === 'cut' ? 'network' : k);
-
-async function _collectRows(stream: AsyncIterable<unknown>, delayMs = 0): Promise<number> {
-  let rows = 0;
-  for await (const b of stream) {
-    rows += (b as RecordBatch).numRows;
-    if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
-  }
-  return rows;
-}
 
 describe('retries', () => {
   it('retries each transient failure once on GET, HEAD and the creating POST, each visible as an event', async () => {
