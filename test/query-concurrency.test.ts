@@ -120,6 +120,18 @@ describe('AdaptiveConcurrency', () => {
     expect(late / run.requests).toBeLessThan(0.05);
   });
 
+  it('a hard cap answered 429 costs few refusals: the overshoot of startup and rare probes', () => {
+    const cap = 6;
+    const run = simulate(new AdaptiveConcurrency(), { ...wan, refuses: (n) => n > cap }, 400);
+    const fixed = simulate(new FixedConcurrency(cap), { ...wan, refuses: (n) => n > cap }, 400);
+    // Startup overshoots (8 in flight; its refused requests, retried together after their Retry-After,
+    // are refused once more); then a probe above the ceiling once in 32 rounds (~11 s here), each refused
+    // one doubling the wait. Probing every 8 rounds cost 15 refusals and 1.10x the fixed 6's time.
+    expect(run.refusedAt.length).toBeLessThanOrEqual(10);
+    expect(run.refusedAt.filter((t) => t > 2000).length).toBeLessThanOrEqual(2);
+    expect(run.finishedAt / fixed.finishedAt).toBeLessThan(1.08);
+  });
+
   it('recovers once the service accepts more again', () => {
     // Refuses above 4 in flight for the first 5 s, then nothing.
     const run = simulate(

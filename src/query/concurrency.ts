@@ -13,8 +13,11 @@
  *     2. steady: probe one step (an eighth of the limit, at least 1) up or down each round; keep a step up
  *        only if the rate rose >= 5 %, keep a step down unless the rate fell >= 5 % (latency that climbs
  *        without throughput gain is undone this way), otherwise turn back;
- *     3. a 429/503 or a timeout: the service is full; the limit becomes what was in flight minus one
- *        (at most 0.7 times the limit), and that becomes a ceiling the probes respect for 30 rounds.
+ *     3. a 429/503 or a timeout: the service is full; the limit becomes what was in flight minus the
+ *        requests of that overshoot it refused (for a 503 or a timeout, 0.7 times the limit), and that
+ *        becomes a ceiling. A probe above it comes after 32 rounds for a 429 (a refused probe costs a
+ *        page its `Retry-After`, and a cap on requests in flight rarely lifts within a query), after 8
+ *        for an overload; each refused probe doubles the wait, up to 64 rounds.
  * The clock is injected so tests drive it deterministically.
  */
 
@@ -79,8 +82,12 @@ const STARTUP_GAIN = 1.15;
 const STARTUP_GROWTH = 4;
 /** In flight = this many times the bandwidth-delay product: room for jitter, not a queue. */
 const BDP_GAIN = 1.2;
-/** Rounds between probes above the target (and above a ceiling the service set). */
+/** Rounds between probes above the target (and above a ceiling an overload set). */
 const PROBE_EVERY = 8;
+/** Rounds before the first probe above a ceiling a 429 set. */
+const PROBE_THROTTLED = 32;
+/** Rounds between probes above a ceiling, at most. */
+const PROBE_MAX = 64;
 /** Rounds whose rates make the recent best. */
 const RATE_WINDOW = 10;
 
@@ -150,7 +157,9 @@ export class AdaptiveConcurrency implements ConcurrencyController {
   }
 
   congested(kind: Congestion, inFlight: number, now: number): void {
-    // One cut per round: the requests of one overshoot all come back refused, and are one signal.
+    // One cut per round: the requests of one overshoot all come back refused, and are one signal. (Not
+    // one request fewer per refusal: requests that ended and started while the refusals were on their
+    // way make that count over-cut, 8 in flight and 4 refused under a cap of 6 in simulation.)
     const latency = Number.isFinite(this.#minLatency) ? this.#minLatency : 1;
     if (now - this.#lastCutAt < latency) return;
     this.#lastCutAt = now;
@@ -158,7 +167,10 @@ export class AdaptiveConcurrency implements ConcurrencyController {
     // only that it is overloaded: cut by 30 %.
     const cut = kind === 'throttled' ? Math.min(this.#limit, inFlight) - 1 : Math.floor(this.#limit * 0.7);
     if (this.#probeFrom !== undefined && this.#ceiling < this.#max) {
-      this.#probeEvery = Math.min(64, this.#probeEvery * 2);
+      this.#probeEvery = Math.min(PROBE_MAX, this.#probeEvery * 2);
+    } else if (this.#ceiling >= this.#max) {
+      // The first ceiling: a cap answered 429 is a rule of the service, an overload a passing state.
+      this.#probeEvery = kind === 'throttled' ? PROBE_THROTTLED : PROBE_EVERY;
     }
     this.#ceilingStep = 1;
     this.#ceiling = this.#clampToRange(cut);
@@ -202,9 +214,10 @@ export class AdaptiveConcurrency implements ConcurrencyController {
     if (this.#probeFrom !== undefined) {
       const capped = this.#ceiling < this.#max;
       if (capped) {
-        // Not refused: the service accepts this many now.
+        // Not refused: the service accepts this many now, and may accept more soon: probe again soon.
         this.#ceiling = this.#limit;
         this.#ceilingStep *= 2;
+        this.#probeEvery = PROBE_EVERY;
       }
       // A probe that brought more throughput raises the recent best, hence the target; one that did not
       // is undone by the target.
