@@ -246,6 +246,45 @@ describe('ResultStream', () => {
     expect(pageGets(emu)).toBeGreaterThan(Math.ceil(result.total / 200));
   });
 
+  it('pageSize auto: pages follow the bytes per row (more rows than the first page), never above a clamp', async () => {
+    const limits = (emu: Awaited<ReturnType<typeof setup>>['emu']) =>
+      emu.requests
+        .filter((r) => r.method === 'GET' && /\/query\/[0-9a-f]{64}$/.test(r.path))
+        .map((r) => Number(r.query.limit));
+    // web_traffic rows are thin: ~4.5 MB pages hold well over 10,000 rows.
+    const thin = await setup({ seed: SEED, rowCap: 60_000 });
+    const all = await thin.client.query('web_traffic', {});
+    const table = await all.toTable();
+    expect(table.numRows).toBe(all.total);
+    const asked = limits(thin.emu);
+    expect(asked.slice(0, 2)).toEqual([1, 10_000]); // the query's descriptors, then the first page
+    expect(Math.max(...asked.slice(1))).toBeGreaterThan(10_000);
+    // A server that answers at most 3,000 rows: pages planned once the first came back ask for no more.
+    // (Up to 4 pages of 10,000 are planned before: 2 in flight at first, and 2 more in the window.)
+    const clamped = await setup({ seed: SEED, rowCap: 60_000, maxPageSize: 3000 });
+    const result = await clamped.client.query('web_traffic', {});
+    const rows = await result.toArray();
+    expect(rows.map((r) => toWire(result.fields, r))).toEqual(
+      expected('web_traffic', {}, 1, result.total, 60_000),
+    );
+    const late = clamped.emu.requests.filter((r) => r.method === 'GET' && Number(r.query.start) > 40_000);
+    expect(late.length).toBeGreaterThan(0);
+    expect(Math.max(...late.map((r) => Number(r.query.limit)))).toBeLessThanOrEqual(3000);
+  });
+
+  it('pageSize auto under a rate limit: requests are what the result costs, pages grow to half the window', async () => {
+    const { client, emu } = await setup({ seed: SEED, rowCap: 120_000 }, { rateLimit: { requests: 1000 } });
+    const result = await client.query('job_listings', {});
+    emu.resetRequests();
+    const table = await result.toTable({ windowBytes: 16 * 1024 * 1024 });
+    expect(table.numRows).toBe(result.total);
+    // ~420 bytes a row: 8 MiB pages are ~19,000 rows. The pages started before the first was read keep
+    // 10,000 rows; the rest takes 4-5 GETs (8 at 10,000 rows a page, 12 in all).
+    expect(pageGets(emu)).toBeLessThanOrEqual(9);
+    const asked = emu.requests.filter((r) => r.method === 'GET').map((r) => Number(r.query.limit));
+    expect(Math.max(...asked)).toBeGreaterThan(15_000);
+  });
+
   it('a failing page ends the stream with a typed error naming the page, after the rows before it', async () => {
     const { client } = await setup({
       seed: SEED,

@@ -14,6 +14,8 @@ export class PagePlan {
   /** Last row of the result (1-based, inclusive). */
   readonly #last: number;
   #pageSize: number;
+  /** The most rows the server answered to a bigger `limit` (it clamps): no page asks for more. */
+  #clamp = Number.POSITIVE_INFINITY;
 
   constructor(startRow: number, total: number, pageSize: number) {
     this.#next = startRow;
@@ -27,7 +29,13 @@ export class PagePlan {
   }
 
   set pageSize(rows: number) {
-    this.#pageSize = Math.max(1, Math.floor(rows));
+    this.#pageSize = Math.max(1, Math.min(this.#clamp, Math.floor(rows)));
+  }
+
+  /** The server answered only `rows` rows to a bigger `limit`: pages from now on ask for no more. */
+  clampTo(rows: number): void {
+    this.#clamp = Math.min(this.#clamp, Math.max(1, Math.floor(rows)));
+    this.pageSize = this.#pageSize;
   }
 
   /** True once every row has been handed out. */

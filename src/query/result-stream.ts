@@ -69,10 +69,17 @@ export interface FirstPage {
   readonly open: NonNullable<PageFetchContext['openPage']>;
 }
 
-/** Pages of about this many bytes, once the first page has shown the bytes per row. */
-const TARGET_PAGE_BYTES = 2.5e6;
+/**
+ * Pages of about this many bytes, once the first page has shown the bytes per row. Every request pays a
+ * round trip and the service's fixed cost per page (measured in bench/wan.js: 40 ms + 30 ms a page), so
+ * pages much smaller than this spend their time on overhead, under a cap on requests in flight most of
+ * all; much larger ones make the window (`windowBytes`) hold few pages and the first batch come late.
+ */
+const TARGET_PAGE_BYTES = 4.5e6;
 const MIN_AUTO_PAGE = 1000;
 const MAX_AUTO_PAGE = 50_000;
+/** With metered requests (a rate limit, set or learned), pages are this many rows at most. */
+const MAX_METERED_PAGE = 100_000;
 
 function congestionOf(error: unknown): Congestion | undefined {
   if (error instanceof RateLimitedError) return 'throttled';
@@ -353,6 +360,18 @@ export class ResultStream extends Readable {
       timeoutMs: opts.timeoutMs,
       onRetry: (event: RetryEvent) => this.emit('retry', event),
     };
+    // What a page shows sets the size of the pages planned after it, as soon as it has arrived (not when
+    // the consumer reaches it: by then a fast link has planned the whole result at the first guess).
+    let learned = !opts.pageSizeAuto;
+    let metered = false;
+    const learnFrom = (page: PageData): PageData => {
+      learned = this.#learn(pages, page, learned);
+      if (opts.pageSizeAuto && !metered && source.client.http.rateLimited && page.rowCount > 0) {
+        metered = true;
+        pages.pageSize = this.#meteredPageSize(pages.pageSize, page);
+      }
+      return page;
+    };
     const fetchWith = (range: PageRange, s: AbortSignal, permit: Permit | undefined) =>
       fetchPage(
         {
@@ -366,13 +385,13 @@ export class ResultStream extends Readable {
         },
         range,
         s,
-      );
+      ).then(learnFrom);
     let firstTask: WindowTask<PageData> | undefined;
     if (first) {
       pages.skip(first.range);
       firstTask = {
         local: true,
-        run: (s) => fetchPage({ ...ctx, openPage: first.open }, first.range, s),
+        run: (s) => fetchPage({ ...ctx, openPage: first.open }, first.range, s).then(learnFrom),
       };
     }
     const window = new OrderedWindow<PageData>(
@@ -402,7 +421,6 @@ export class ResultStream extends Readable {
     this.#toEmit = Math.max(0, source.total - opts.startRow + 1);
     let bytes = 0;
     let pageCount = 0;
-    let learned = !opts.pageSizeAuto;
     try {
       const convert =
         opts.output === 'arrow' ? this.#arrowConverter(plan, decoder) : this.#rowConverter(plan, decoder);
@@ -419,7 +437,6 @@ export class ResultStream extends Readable {
         const pieces = convert.page(page);
         bytes += page.bytes;
         pageCount++;
-        learned = this.#learn(pages, page, learned);
         // Reported by `#deliver()` once the consumer has taken the page's last row.
         this.#marks.push({ end: page.range.start + page.rowCount, pages: pageCount, bytes });
         for (const out of pieces) if (out.length) yield out;
@@ -436,18 +453,29 @@ export class ResultStream extends Readable {
   }
 
   /**
-   * The page size for the rest, from what a page showed: ~2.5 MB pages at its bytes per row (until the
-   * first page is seen), and never more rows than a server that clamps `limit` answers.
+   * The page size for the rest, from what a page showed: ~4.5 MB pages at its bytes per row (once, from
+   * the first page; it may be more rows than the first page's), and never more rows than a server that
+   * clamps `limit` answers (a page that took more than one request shows it).
    */
   #learn(pages: PagePlan, page: PageData, learned: boolean): boolean {
     const firstPart = page.parts[0];
     const answered = firstPart === undefined ? 0 : partLength(firstPart);
-    if (page.requests > 1 && answered > 0 && answered < pages.pageSize) pages.pageSize = answered;
+    if (page.requests > 1 && answered > 0) pages.clampTo(answered);
     if (learned || page.rowCount === 0) return learned;
     const perRow = page.bytes / page.rowCount;
     const rows = Math.round(TARGET_PAGE_BYTES / perRow / 1000) * 1000;
-    pages.pageSize = Math.min(pages.pageSize, Math.max(MIN_AUTO_PAGE, Math.min(MAX_AUTO_PAGE, rows)));
+    pages.pageSize = Math.max(MIN_AUTO_PAGE, Math.min(MAX_AUTO_PAGE, rows));
     return true;
+  }
+
+  /**
+   * Under a rate limit requests, not bytes, are what the result costs: the rest of it in as few pages as
+   * the window holds two of (so one can be read while the next arrives), at most MAX_METERED_PAGE rows.
+   */
+  #meteredPageSize(current: number, page: PageData): number {
+    const perRow = page.bytes / page.rowCount;
+    const rows = Math.floor(this.#options.windowBytes / 2 / perRow / 1000) * 1000;
+    return Math.max(current, Math.min(MAX_METERED_PAGE, rows));
   }
 
   /**

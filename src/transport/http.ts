@@ -229,6 +229,11 @@ export class HttpTransport {
     this.#learned.seed(recent);
   }
 
+  /** True when requests are metered: a `rateLimit` was set, or one was learned from the service's 429s. */
+  get rateLimited(): boolean {
+    return (this.#options.rateLimiter ?? this.#learned) !== undefined;
+  }
+
   /** The rate limit learned from the service's 429s (`requests` per minute), if any. */
   get learnedRateLimit(): number | undefined {
     return this.#learned?.requests;
