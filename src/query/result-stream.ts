@@ -407,10 +407,14 @@ export class ResultStream extends Readable {
       },
       {
         scheduler,
-        // A fixed concurrency keeps its documented window (2 x); 'auto' needs only a little slack beyond
-        // what is in flight, so a slow consumer on loopback holds no more pages than before (limit 2: 4).
+        // A fixed concurrency keeps its documented window (2 x). 'auto' holds as many pages again as are in
+        // flight, so a page waiting out a Retry-After does not stop the others (at least 2 more: a slow
+        // consumer on loopback, at a limit of 2, holds 4 pages, as before); windowBytes bounds it too.
         maxPages: () =>
-          opts.window ?? (opts.concurrency === 'auto' ? scheduler.limit + 2 : 2 * scheduler.limit),
+          opts.window ??
+          (opts.concurrency === 'auto'
+            ? Math.max(scheduler.limit + 2, 2 * scheduler.limit)
+            : 2 * scheduler.limit),
         maxBytes: opts.windowBytes,
         sizeOf: (page) => page.bytes,
       },
