@@ -39,6 +39,11 @@ export interface CachedRowsInit {
   readonly source: ResultSource;
   /** The validated entry's header for a hit; `undefined` for a result read from the service. */
   readonly entry: EntryHeader | undefined;
+  /**
+   * The tickers of the body the dataset lacked (`checkTickers`) when this result was checked, recorded
+   * in an entry filled from it; `undefined`: not checked.
+   */
+  readonly unknownTickers: readonly string[] | undefined;
   /** A new, uncached look at the result, for a hit whose entry turns out unreadable. */
   readonly refetch: (signal: AbortSignal) => Promise<ResultSource>;
 }
@@ -148,7 +153,7 @@ export class CachedRows implements LocalRows {
   }
 
   async *#fill(ctx: LocalReadContext, source: ResultSource): AsyncGenerator<LocalStep> {
-    const { cache, key, baseUrl, body } = this.#init;
+    const { cache, key, baseUrl, body, unknownTickers } = this.#init;
     const header: EntryHeader = {
       key,
       baseUrl,
@@ -163,6 +168,7 @@ export class CachedRows implements LocalRows {
       types: ctx.options.types ? { ...ctx.options.types } : null,
       onInvalid: ctx.options.onInvalid,
       fetchedAt: Date.now(),
+      ...(unknownTickers ? { unknownTickers: [...unknownTickers] } : {}),
     };
     let writer: EntryWriter | undefined;
     try {
