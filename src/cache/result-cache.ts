@@ -14,7 +14,7 @@ import type { TickerCheck } from '../tickers/coverage.js';
 import { type EndpointClient, statusFromHeaders } from '../transport/endpoints.js';
 import { CachedRows } from './cached-rows.js';
 import { type EntryHeader, EntryProblem, readHeader } from './entry-format.js';
-import { entryPath, evict, removeEntry } from './entry-store.js';
+import { entryPath, evict, type LoadedEntry, loadEntry, removeEntry } from './entry-store.js';
 import type { CacheEvent } from './events.js';
 import { accountId, cacheSecret, canonicalBody, entryKey } from './key.js';
 import type { NormalizedCacheOptions } from './options.js';
@@ -91,6 +91,7 @@ export class ResultCache {
       source: ResultSource,
       entry: EntryHeader | undefined,
       unknownTickers: readonly string[] | undefined,
+      preloaded?: Promise<LoadedEntry>,
     ): QueryResult =>
       new QueryResult({
         ...source,
@@ -110,6 +111,7 @@ export class ResultCache {
           source,
           entry,
           unknownTickers,
+          preloaded,
           refetch: (signal) => q.fetch(undefined, signal),
         }),
       });
@@ -120,6 +122,10 @@ export class ResultCache {
       const unknown = await checkTickers();
       return wrap(await q.fetch(), undefined, unknown);
     }
+    // Read and verified while the validation's requests are in flight (the process mostly waits for
+    // them): a hit's rows are ready when its stream opens. A stale entry's read is wasted (and dropped).
+    const preloaded = loadEntry(path);
+    preloaded.catch(() => {}); // awaited, and its failure handled, only by a stream of the hit
     // An entry filled without the check cannot answer it: asked now, before the query, as without a cache.
     const recorded = entry.unknownTickers;
     const checked = q.tickers && recorded === undefined ? await checkTickers() : undefined;
@@ -150,6 +156,7 @@ export class ResultCache {
         },
         entry,
         checked ?? recorded,
+        preloaded,
       );
     };
     const maxAge = this.options.maxAge;
