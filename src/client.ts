@@ -11,7 +11,8 @@ import { Readable } from 'node:stream';
 import type { CacheEvent } from './cache/events.js';
 import { type CacheOptions, normalizeCacheOptions } from './cache/options.js';
 import { ResultCache } from './cache/result-cache.js';
-import { InvalidArgumentError, ProtocolError, ResponseTooLargeError } from './core/errors.js';
+import { ProtocolError, ResponseTooLargeError } from './core/errors.js';
+import { optionalInteger } from './core/validate.js';
 import { type FieldDescriptor, MediaType, type QueryBody, type QueryHandle, ROW_CAP } from './core/wire.js';
 import { parseTablePage } from './decode/table-json.js';
 import { AdaptiveConcurrency } from './query/concurrency.js';
@@ -327,21 +328,10 @@ interface Known {
   formats: string[];
 }
 
-function count(value: unknown, name: string, min: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
-    throw new InvalidArgumentError(
-      name,
-      `Expected an integer >= ${min}, got ${String(value)} (${typeof value})`,
-    );
-  }
-  return value;
-}
-
 function normalizeQueryOptions(options: QueryOptions): { maxRows: number; firstPageRows: number } {
   return {
-    maxRows: count(options.maxRows, 'maxRows', 0, ROW_CAP),
-    firstPageRows: count(options.firstPageRows, 'firstPageRows', 1, DEFAULT_PAGE_SIZE),
+    maxRows: optionalInteger(options.maxRows, 'maxRows', 0, ROW_CAP),
+    firstPageRows: optionalInteger(options.firstPageRows, 'firstPageRows', 1, DEFAULT_PAGE_SIZE),
   };
 }
 

@@ -5,7 +5,8 @@
  * request per distinct ticker. That is why it is opt-in in the library (`checkTickers`) and done by the
  * CLI, which talks to a person: a few requests, run a few at a time, against a silent wrong answer.
  */
-import { InvalidArgumentError, safeRepr } from '../core/errors.js';
+import { InvalidArgumentError } from '../core/errors.js';
+import { invalid } from '../core/validate.js';
 import type { CallOptions, EndpointClient } from '../transport/endpoints.js';
 
 /** `'warn'`: a process warning (code `DQS_UNKNOWN_TICKERS`) and the query goes on; `'error'`: it is refused. */
@@ -58,10 +59,7 @@ export function normalizeCheckTickers(value: unknown): CheckTickersMode | undefi
   if (value === undefined || value === false) return undefined;
   if (value === true) return 'warn';
   if (value === 'warn' || value === 'error') return value;
-  throw new InvalidArgumentError(
-    'checkTickers',
-    `Expected \`checkTickers\` to be true, false, 'warn' or 'error', got ${safeRepr(value)} (${typeof value})`,
-  );
+  throw invalid('checkTickers', "true, false, 'warn' or 'error'", value);
 }
 
 /**
