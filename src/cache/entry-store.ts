@@ -62,34 +62,45 @@ export async function loadEntry(path: string): Promise<LoadedEntry> {
   return { header, batches, bytes: bytes.length };
 }
 
-/** Bytes per read: large enough for few thread-pool round trips, small enough to hash one while the next is read. */
-const READ_CHUNK = 8 * 1024 * 1024;
+/** Bytes per read, and reads in flight: measured on the 193 MB entry of 500,000 `job_listings` rows. */
+const READ_CHUNK = 4 * 1024 * 1024;
+const READS_IN_FLIGHT = 3;
 
 /**
  * The whole file in one buffer of its own (offset 0, so 8-aligned), and the SHA-256 of all but its last
- * `CHECKSUM_BYTES`, computed while the next chunk is being read (reading and hashing overlap; `readFile`
- * would also read 512 KiB at a time, ~70 round trips for a 35 MB entry).
+ * `CHECKSUM_BYTES`, computed in order while the next chunks are being read: a few reads in flight on the
+ * thread pool keep the disk cache's copy going while this thread hashes (one read at a time left this
+ * thread idle half the time: 0.82-0.92 s for the 193 MB entry, 0.65-0.67 s with three; `readFile` reads
+ * 512 KiB at a time).
  */
 async function readWhole(path: string): Promise<{ bytes: Buffer; digest: Buffer }> {
   const handle = await open(path, 'r');
+  const reads: Promise<{ bytesRead: number }>[] = [];
   try {
     const { size } = await handle.stat();
     const bytes = Buffer.allocUnsafeSlow(size);
     const hash = createHash('sha256');
     const hashEnd = Math.max(0, size - CHECKSUM_BYTES);
-    const readAt = (at: number) => handle.read(bytes, at, Math.min(READ_CHUNK, size - at), at);
-    let at = 0;
-    let next = size > 0 ? readAt(0) : undefined;
-    while (next) {
-      const { bytesRead } = await next;
-      const from = at;
-      at += bytesRead;
-      // bytesRead 0: the file was cut while we read it; the checksum will say so.
-      next = bytesRead > 0 && at < size ? readAt(at) : undefined;
-      if (from < hashEnd) hash.update(bytes.subarray(from, Math.min(at, hashEnd)));
+    const chunks = Math.ceil(size / READ_CHUNK);
+    const issue = (i: number) => {
+      const at = i * READ_CHUNK;
+      reads[i] = handle.read(bytes, at, Math.min(READ_CHUNK, size - at), at);
+    };
+    for (let i = 0; i < Math.min(READS_IN_FLIGHT, chunks); i++) issue(i);
+    let end = 0;
+    for (let i = 0; i < chunks; i++) {
+      const { bytesRead } = await reads[i]!;
+      if (i + READS_IN_FLIGHT < chunks) issue(i + READS_IN_FLIGHT);
+      const from = i * READ_CHUNK;
+      if (from < hashEnd) hash.update(bytes.subarray(from, Math.min(from + bytesRead, hashEnd)));
+      end = from + bytesRead;
+      // A short read: the file was cut while we read it; the checksum will say so.
+      if (end < Math.min(from + READ_CHUNK, size)) break;
     }
-    return { bytes: at === size ? bytes : bytes.subarray(0, at), digest: hash.digest() };
+    return { bytes: end === size ? bytes : bytes.subarray(0, end), digest: hash.digest() };
   } finally {
+    // Reads still in flight (after a short read or a failure) end before the handle closes.
+    await Promise.allSettled(reads);
     await handle.close();
   }
 }
