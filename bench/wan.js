@@ -5,7 +5,8 @@
 // process (bench/wan-client.js). Time is printed as a fraction of the physical limit: the result's bytes
 // over the total bandwidth, plus one round trip (1.0 would be a client that costs nothing).
 //
-// Usage: node bench/wan.js [--quick] [--rounds N] [--only wan,fanout] [--cold]
+// Usage: node bench/wan.js [--quick] [--rounds N] [--only wan$,fan-out] [--cold]
+// (`--only`: scenarios whose name starts with one of the words; a word ending in $ is a whole name)
 //
 // Scenarios are a table: add one by adding a row (a name, emulator options, the job, the contenders).
 import { execFile, fork } from 'node:child_process';
@@ -113,7 +114,9 @@ const SCENARIOS = [
 
 const selected = SCENARIOS.filter(
   (s) =>
-    (values.only ? values.only.split(',').some((o) => s.name.startsWith(o)) : true) && !(quick && s.slow),
+    (values.only
+      ? values.only.split(',').some((o) => (o.endsWith('$') ? s.name === o.slice(0, -1) : s.name.startsWith(o)))
+      : true) && !(quick && s.slow),
 );
 const rounds = (s) => s.rounds ?? Number(values.rounds ?? (quick ? 1 : 3));
 
