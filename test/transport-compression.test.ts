@@ -290,12 +290,19 @@ describe('compressed transfer', () => {
     // The loser was within 2x: retried at gaps doubling from 16.
     const fast = run(3, 2, 500);
     expect(fast.map((on, i) => (on ? i : -1)).filter((i) => i >= 0)).toEqual([0, 17, 49, 113, 241, 497]);
-    // A plain page measured before any compressed one (that one failed, or is slow on the way) does not
-    // lock compression out: pages ask compressed until a compressed one is measured.
+    // A plain page measured before any compressed one (a fast link: the compressed one is slow on the
+    // way, or failed) asks plain, with one compressed page every 8 requests until one is measured: no
+    // burst of compressed pages on loopback, and compression is not locked out.
     const early = new CompressionChoice();
-    expect([early.next(), early.next()]).toEqual([true, true]);
+    expect([early.next(), early.next(), early.next()]).toEqual([true, false, true]);
     early.record(false, 4_000_000, 400);
-    expect([early.next(), early.next(), early.next()]).toEqual([true, true, true]);
+    const next8 = Array.from({ length: 8 }, () => early.next());
+    expect(next8).toEqual([false, false, false, false, false, false, false, true]);
+    // On a slow link the compressed page comes back first: compressed pages, and one plain try.
+    const slowFirst = new CompressionChoice();
+    expect([slowFirst.next(), slowFirst.next()]).toEqual([true, false]);
+    slowFirst.record(true, 4_000_000, 40);
+    expect(Array.from({ length: 4 }, () => slowFirst.next())).toEqual([true, true, true, true]);
     early.record(true, 4_000_000, 100);
     expect(early.next()).toBe(true);
     // Bodies under 64 KiB are not measured: they would time round trips, not bytes.

@@ -26,6 +26,8 @@ const FIRST_RETRY_GAP = 16;
 const MAX_RETRY_GAP = 1024;
 /** Requests between two plain ones while no plain page has been measured yet. */
 const PLAIN_PROBE_GAP = 32;
+/** Requests between two compressed ones while only plain pages have been measured. */
+const COMPRESSED_PROBE_GAP = 8;
 
 interface Arm {
   samples: number;
@@ -37,17 +39,32 @@ export class CompressionChoice {
   readonly #arms = { on: { samples: 0, msPerMB: 0 } as Arm, off: { samples: 0, msPerMB: 0 } as Arm };
   readonly #asked = { on: 0, off: 0 };
   #sincePlain = 0;
+  #sinceCompressed = 0;
   #gap = FIRST_RETRY_GAP;
   #untilRetry = FIRST_RETRY_GAP;
 
   /** Whether the next result page asks for compression. */
   next(): boolean {
     const { on, off } = this.#arms;
-    // Until both are measured: compressed until a compressed page has come back (a slow link must not
-    // fill a wide window with plain pages while the first compressed one is on its way, nor a failed or
-    // retried one leave only plain ones measured for good), then one plain page, asked again every 32
-    // requests until one has come back.
-    if (on.samples === 0) return this.#count(true);
+    // Until both are measured: compressed until a page has come back (a slow link must not fill a wide
+    // window with plain pages while the first compressed one is on its way), then one plain page, asked
+    // again every 32 requests until one has come back.
+    // The first two pages: one each way, both in flight at once, so the first to come back says which
+    // kind of link this is.
+    if (on.samples === 0 && off.samples === 0 && this.#asked.on > 0 && this.#asked.off === 0) {
+      return this.#count(false);
+    }
+    if (on.samples === 0) {
+      // A plain page came back first: a fast link (on a slow one the compressed page, a seventh of the
+      // bytes, comes first). Compressing there is likely a loss, and a startup burst of compressed pages
+      // costs the server's compression and our inflating for each: one compressed page at a time until
+      // one is measured (asked again every 8 requests, should it fail or take long).
+      if (off.samples > 0 && this.#asked.on > 0 && ++this.#sinceCompressed < COMPRESSED_PROBE_GAP) {
+        return this.#count(false);
+      }
+      this.#sinceCompressed = 0;
+      return this.#count(true);
+    }
     if (off.samples === 0) {
       if (this.#asked.off > 0 && ++this.#sincePlain < PLAIN_PROBE_GAP) return this.#count(true);
       this.#sincePlain = 0;
