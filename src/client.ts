@@ -11,7 +11,8 @@ import { Readable } from 'node:stream';
 import type { CacheEvent } from './cache/events.js';
 import { type CacheOptions, normalizeCacheOptions } from './cache/options.js';
 import { ResultCache } from './cache/result-cache.js';
-import { InvalidArgumentError, ProtocolError, ResponseTooLargeError } from './core/errors.js';
+import { ProtocolError, ResponseTooLargeError } from './core/errors.js';
+import { optionalInteger } from './core/validate.js';
 import { type FieldDescriptor, MediaType, type QueryBody, type QueryHandle, ROW_CAP } from './core/wire.js';
 import { parseTablePage } from './decode/table-json.js';
 import { AdaptiveConcurrency } from './query/concurrency.js';
@@ -27,7 +28,7 @@ import {
   type StreamOptions,
 } from './query/stream-options.js';
 import { createAndWait, type WaitOptions, waitForQuery } from './query/wait.js';
-import { type CheckTickersMode, checkQueryTickers, normalizeCheckTickers } from './tickers/coverage.js';
+import { type CheckTickersMode, normalizeCheckTickers, tickerCheck } from './tickers/coverage.js';
 import { type CallOptions, EndpointClient } from './transport/endpoints.js';
 import type { HttpResponse } from './transport/http.js';
 import type { ClientOptions } from './transport/options.js';
@@ -51,10 +52,17 @@ export interface QueryOptions extends WaitOptions {
    * `GET /datasets/?ticker=` per distinct ticker, 8 at a time. `'warn'` (or `true`) emits a process
    * warning naming the others (code `DQS_UNKNOWN_TICKERS`, on stderr unless handled) and goes on;
    * `'error'` refuses the query with an `InvalidArgumentError` (`tickers`). The service itself answers
-   * a ticker it lacks with no rows, silently.
+   * a ticker it lacks with no rows, silently. With a caching client the answer is kept in the entry: a
+   * hit validated with the service (or allowed by `maxAge`) warns or refuses as the first run did,
+   * without asking again (docs/cache.md).
    * @default false
    */
   readonly checkTickers?: boolean | CheckTickersMode | undefined;
+  /**
+   * @internal The CLI's wording: with `checkTickers`, called with the unknown tickers (never empty)
+   * instead of the warning or the error; it may throw to refuse the query.
+   */
+  readonly onUnknownTickers?: ((unknown: readonly string[]) => void) | undefined;
 }
 
 export interface DatasetClientOptions extends ClientOptions {
@@ -115,15 +123,25 @@ export class DatasetClient extends EndpointClient {
    * for await (const batch of result.stream()) console.log(batch.numRows);
    */
   async query(datasetId: string, body: QueryBody = {}, options: QueryOptions = {}): Promise<QueryResultType> {
-    const check = normalizeCheckTickers(options.checkTickers);
-    if (check) await checkQueryTickers(this, datasetId, body?.tickers, check, { signal: options.signal });
+    const tickers = tickerCheck(
+      this,
+      datasetId,
+      body?.tickers,
+      normalizeCheckTickers(options.checkTickers),
+      options.onUnknownTickers,
+      { signal: options.signal },
+    );
     const cache = options.cache === false ? undefined : this.#cache;
-    if (cache === undefined) return this.#fetch(datasetId, body, options);
+    if (cache === undefined) {
+      tickers?.report(await tickers.run());
+      return this.#fetch(datasetId, body, options);
+    }
     return cache.query({
       client: this,
       datasetId,
       body,
       signal: options.signal,
+      tickers,
       refresh: options.cache === 'refresh' || cache.options.refresh,
       scheduler: this.scheduler,
       fetch: (handle, signal) =>
@@ -310,21 +328,10 @@ interface Known {
   formats: string[];
 }
 
-function count(value: unknown, name: string, min: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
-    throw new InvalidArgumentError(
-      name,
-      `Expected an integer >= ${min}, got ${String(value)} (${typeof value})`,
-    );
-  }
-  return value;
-}
-
 function normalizeQueryOptions(options: QueryOptions): { maxRows: number; firstPageRows: number } {
   return {
-    maxRows: count(options.maxRows, 'maxRows', 0, ROW_CAP),
-    firstPageRows: count(options.firstPageRows, 'firstPageRows', 1, DEFAULT_PAGE_SIZE),
+    maxRows: optionalInteger(options.maxRows, 'maxRows', 0, ROW_CAP),
+    firstPageRows: optionalInteger(options.firstPageRows, 'firstPageRows', 1, DEFAULT_PAGE_SIZE),
   };
 }
 

@@ -127,7 +127,9 @@ describe('toDuckDB', () => {
   it('validates its arguments before writing anything', async () => {
     const db = await duckdb();
     try {
-      await expect(toDuckDB({} as never, new Table(), 't')).rejects.toThrow(/Expected a DuckDB connection/);
+      await expect(toDuckDB({} as never, new Table(), 't')).rejects.toThrow(
+        /Expected `connection` to be a DuckDB connection/,
+      );
       await expect(toDuckDB(db.connection, new Table(), '')).rejects.toBeInstanceOf(InvalidArgumentError);
       await expect(toDuckDB(db.connection, 42 as never, 't')).rejects.toThrow(/to be a Table/);
       await expect(toDuckDB(db.connection, new Table(), 't', { mode: 'upsert' as 'create' })).rejects.toThrow(

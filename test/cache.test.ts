@@ -209,6 +209,62 @@ describe('hit and miss', () => {
     expect(checked).toEqual(['POST', 'GET limit=1']);
   });
 
+  test('checkTickers: the answer is kept in the entry, and a hit warns or refuses without asking again', async () => {
+    const emu = await emulator();
+    const dir = tempDir();
+    const refused = { name: 'InvalidArgumentError', argument: 'tickers' };
+    // BODY's nyse:ibm is carried by no dataset of the emulator. An entry filled without the check cannot
+    // answer it: the hit asks (one GET per ticker), and refuses before the query.
+    await (await client(emu, { dir }).client.query(DATASET, BODY)).toTable();
+    const unrecorded = await requestsDuring(emu, () =>
+      expect(
+        client(emu, { dir }).client.query(DATASET, BODY, { checkTickers: 'error' }),
+      ).rejects.toMatchObject(refused),
+    );
+    expect(unrecorded).toEqual(['GET', 'GET']);
+    // Filled with the check ('warn'): the entry records nyse:ibm.
+    const warnings: string[] = [];
+    const listener = (w: Error & { code?: string }) => {
+      if (w.code === 'DQS_UNKNOWN_TICKERS') warnings.push(w.message);
+    };
+    process.on('warning', listener);
+    try {
+      const filled = client(emu, { dir });
+      await (await filled.client.query(DATASET, BODY, { checkTickers: 'warn', cache: 'refresh' })).toTable();
+      expect(filled.events).toEqual(['miss', 'stored']);
+      const hit = client(emu, { dir });
+      const validated = await requestsDuring(emu, async () => {
+        await (await hit.client.query(DATASET, BODY, { checkTickers: 'warn' })).toTable();
+      });
+      expect(validated).toEqual(['POST', 'GET limit=1']);
+      expect(hit.events).toEqual(['hit']);
+      await new Promise((r) => setImmediate(r)); // warnings are emitted on the next tick
+      expect(warnings).toHaveLength(2);
+      expect(warnings[1]).toContain('no data for the ticker nyse:ibm');
+    } finally {
+      process.off('warning', listener);
+    }
+    const strict = await requestsDuring(emu, () =>
+      expect(
+        client(emu, { dir }).client.query(DATASET, BODY, { checkTickers: 'error' }),
+      ).rejects.toMatchObject(refused),
+    );
+    expect(strict).toEqual(['POST', 'GET limit=1']);
+    const offline = await requestsDuring(emu, () =>
+      expect(
+        client(emu, { dir, maxAge: 60_000 }).client.query(DATASET, BODY, { checkTickers: 'error' }),
+      ).rejects.toMatchObject(refused),
+    );
+    expect(offline).toEqual([]);
+    // Known tickers only: nothing to report, and still no ticker request on the hit.
+    const known = { tickers: ['nasdaq:aapl'] };
+    await (await client(emu, { dir }).client.query(DATASET, known, { checkTickers: 'error' })).toTable();
+    const quiet = await requestsDuring(emu, async () => {
+      await (await client(emu, { dir }).client.query(DATASET, known, { checkTickers: 'error' })).toTable();
+    });
+    expect(quiet).toEqual(['POST', 'GET limit=1']);
+  });
+
   test('options are validated early', () => {
     expect(
       () => new DatasetClient({ baseUrl: 'http://127.0.0.1:1', cache: { dir: 'relative/dir' } }),

@@ -50,17 +50,16 @@ function conn(): string[] {
 }
 
 /**
- * Runs the command and returns it with the query's requests the service saw meanwhile. `dqs query` also
- * asks `GET /datasets/?ticker=` once per distinct ticker (the unknown-ticker warning, issue 15): those
- * are counted apart, so `requests` is what the cache saves or spends.
+ * Runs the command and returns it with every request the service saw meanwhile: the query's and the
+ * unknown-ticker check's (`GET /datasets/?ticker=`, issue 15), which a validated hit answers from its
+ * entry.
  */
 async function counted(args: readonly string[]) {
   const before = emulator.requests.length;
   const run = await dqs(args);
   const seen = emulator.requests.slice(before);
-  const isTickerCheck = (r: (typeof seen)[number]) => r.method === 'GET' && r.query.ticker !== undefined;
-  const requests = seen.filter((r) => !isTickerCheck(r)).map((r) => r.method);
-  const tickerChecks = seen.filter(isTickerCheck).length;
+  const requests = seen.map((r) => r.method);
+  const tickerChecks = seen.filter((r) => r.method === 'GET' && r.query.ticker !== undefined).length;
   return { ...run, requests, tickerChecks };
 }
 
@@ -88,6 +87,7 @@ describe('dqs query with the cache', () => {
       ]);
       expect(first.code, first.stderr).toBe(0);
       expect(first.requests.length).toBeGreaterThan(5);
+      expect(first.tickerChecks).toBe(2);
       expect(await entries()).toHaveLength(1);
 
       const second = await counted([
@@ -101,9 +101,8 @@ describe('dqs query with the cache', () => {
         ...conn(),
       ]);
       expect(second.code, second.stderr).toBe(0);
+      // All it asks: the POST and the one-row page; the tickers' check is the entry's.
       expect(second.requests).toEqual(['POST', 'GET']);
-      // Besides the query: one unknown-ticker check per distinct ticker, which the cache does not save.
-      expect(second.tickerChecks).toBe(2);
       expect(second.stderr).toMatch(/from the local cache \(fetched .* ago, unchanged on the service\)/);
       expect((await readFile(out(2))).equals(await readFile(out(1)))).toBe(true);
 
@@ -159,6 +158,48 @@ describe('dqs query with the cache', () => {
       ]);
       expect(both.code).toBe(2);
       expect(both.stderr).toMatch(/--no-cache .* --refresh .*use one/);
+    },
+    CLI_TIMEOUT,
+  );
+
+  it(
+    'a re-run warns about an unknown ticker as the first run did, and --strict-tickers still refuses it',
+    async () => {
+      freshCache();
+      const unknown = 'nyse:ibm'; // no dataset of the emulator carries it
+      const args = (out: string) => [
+        'query',
+        DATASET,
+        '--ticker',
+        'nasdaq:aapl',
+        '--ticker',
+        unknown,
+        '--out',
+        join(work, out),
+        ...conn(),
+      ];
+      const warning = new RegExp(
+        `^dqs: warning: dataset ${DATASET} has no data for the ticker ${unknown} `,
+        'm',
+      );
+      const first = await counted(args('u1.csv'));
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.stderr).toMatch(warning);
+      expect(first.tickerChecks).toBe(2);
+
+      const again = await counted(args('u2.csv'));
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.requests).toEqual(['POST', 'GET']);
+      expect(again.stderr).toMatch(warning);
+      expect(again.stderr).toMatch(/from the local cache/);
+      expect((await readFile(join(work, 'u2.csv'))).equals(await readFile(join(work, 'u1.csv')))).toBe(true);
+
+      const strict = await counted([...args('u3.csv'), '--strict-tickers']);
+      expect(strict.code).toBe(2);
+      expect(strict.requests.length).toBeLessThanOrEqual(2);
+      expect(strict.stderr).toContain(`no data for the ticker ${unknown} (GET /datasets/?ticker=`);
+      expect(strict.stderr).toContain('(--strict-tickers)');
+      expect((await readdir(work)).filter((n) => n.includes('u3'))).toEqual([]);
     },
     CLI_TIMEOUT,
   );

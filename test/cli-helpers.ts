@@ -87,3 +87,50 @@ export async function duck(sql: string): Promise<Record<string, unknown>[]> {
     db.closeSync();
   }
 }
+
+/** A `dqs serve` started as a child process, once it has printed its address. */
+export interface Served {
+  readonly url: string;
+  readonly child: ChildProcess;
+  /** Ctrl-C, then what it printed and its exit code. */
+  stop(): Promise<Run>;
+}
+
+/**
+ * Starts the built `dqs serve --port 0 --json ...args` and waits for the JSON document with its URL.
+ * Rejects (after the child is gone) when it exits first.
+ */
+export async function startServe(
+  args: readonly string[],
+  options: { cwd?: string | undefined; env?: Record<string, string> | undefined } = {},
+): Promise<Served> {
+  ensureBuilt();
+  const child = startCli(['serve', '--port', '0', '--json', ...args], {
+    cwd: options.cwd ?? process.cwd(),
+    env: options.env,
+  });
+  const done = finishCli(child);
+  const url = await new Promise<string>((resolve, reject) => {
+    let text = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      text += c.toString();
+      try {
+        resolve((JSON.parse(text) as { url: string }).url);
+      } catch {
+        // Not the whole document yet.
+      }
+    });
+    child.once('exit', () => reject(new Error('serve exited early')));
+  }).catch(async (error: unknown) => {
+    await done;
+    throw error;
+  });
+  return {
+    url,
+    child,
+    stop() {
+      child.kill('SIGINT');
+      return done;
+    },
+  };
+}

@@ -13,7 +13,7 @@ import pl from 'nodejs-polars';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulator, queryInfo, queryRows, startEmulator } from '../src/emulator/index.js';
 import { DatasetClient } from '../src/index.js';
-import { duck, ensureBuilt, finishCli, ROOT, startCli } from './cli-helpers.js';
+import { duck, ensureBuilt, finishCli, ROOT, startCli, startServe } from './cli-helpers.js';
 
 const KEY = 'cli-test-key-7f3a9c';
 /** A small dataset with every column type (string, ticker, number, date, boolean, datetime). */
@@ -391,24 +391,10 @@ describe('dqs: connection', () => {
   });
 
   it('dqs serve: prints its address, serves, and stops with exit 0 on Ctrl-C', async () => {
-    const child = start(['serve', '--port', '0', '--json', '--api-key', 'serve-key-1']);
-    const done = finish(child);
-    const url = await new Promise<string>((resolve, reject) => {
-      let text = '';
-      child.stdout!.on('data', (c: Buffer) => {
-        text += c.toString();
-        try {
-          resolve((JSON.parse(text) as { url: string }).url);
-        } catch {
-          // Not the whole document yet.
-        }
-      });
-      child.once('exit', () => reject(new Error('serve exited early')));
-    });
-    const list = await dqs(['datasets', '--json', '--base-url', url, '--api-key', 'serve-key-1']);
+    const serve = await startServe(['--api-key', 'serve-key-1'], { cwd: work });
+    const list = await dqs(['datasets', '--json', '--base-url', serve.url, '--api-key', 'serve-key-1']);
     expect(list.code, list.stderr).toBe(0);
-    child.kill('SIGINT');
-    const run = await done;
+    const run = await serve.stop();
     expect(run.code).toBe(0);
     expect(run.stderr).not.toContain('serve-key-1');
   });

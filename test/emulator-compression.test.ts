@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../src/core/errors.js';
 import { AVAILABLE_CODINGS, chooseCoding } from '../src/emulator/compression.js';
 import { type Emulator, type EmulatorOptions, startEmulator } from '../src/emulator/index.js';
-import { ensureBuilt, finishCli, startCli } from './cli-helpers.js';
+import { ensureBuilt, finishCli, startCli, startServe } from './cli-helpers.js';
 import { authHeaders, CSV, createQuery, TABLE, XLSX } from './emulator-helpers.js';
 
 interface Raw {
@@ -256,29 +256,14 @@ describe('encoding faults', () => {
 
 describe('dqs serve', () => {
   async function served(args: string[]): Promise<Raw> {
-    ensureBuilt();
-    const child = startCli(['serve', '--port', '0', '--json', ...args], { cwd: process.cwd() });
-    const done = finishCli(child);
+    const serve = await startServe(args);
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let text = '';
-        child.stdout!.on('data', (c: Buffer) => {
-          text += c.toString();
-          try {
-            resolve((JSON.parse(text) as { url: string }).url);
-          } catch {
-            // Not the whole document yet.
-          }
-        });
-        child.once('exit', () => reject(new Error('serve exited early')));
-      });
-      return await rawGet(url, '/datasets/', {
+      return await rawGet(serve.url, '/datasets/', {
         Authorization: 'token demo',
         'Accept-Encoding': 'gzip',
       });
     } finally {
-      child.kill('SIGINT');
-      expect((await done).code).toBe(0);
+      expect((await serve.stop()).code).toBe(0);
     }
   }
 

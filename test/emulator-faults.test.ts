@@ -1,22 +1,15 @@
 import { request } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import type { Emulator, FaultContext } from '../src/emulator/index.js';
 import {
-  type Emulator,
-  type EmulatorOptions,
-  type FaultContext,
-  startEmulator,
-} from '../src/emulator/index.js';
-import { authHeaders, createQuery, errorMessage, get, page, TABLE } from './emulator-helpers.js';
-
-const running: Emulator[] = [];
-async function start(options: EmulatorOptions): Promise<Emulator> {
-  const emu = await startEmulator(options);
-  running.push(emu);
-  return emu;
-}
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((e) => e.close()));
-});
+  authHeaders,
+  createQuery,
+  errorMessage,
+  get,
+  page,
+  startTestEmulator,
+  TABLE,
+} from './emulator-helpers.js';
 
 const isPageGet = (r: FaultContext) => r.method === 'GET' && /\/query\/[0-9a-f]{64}$/.test(r.path);
 
@@ -52,7 +45,7 @@ function rawGet(
 describe('fault hook', () => {
   it('sees method, path without basePath, decoded query, headers and the request number', async () => {
     const seen: FaultContext[] = [];
-    const emu = await start({
+    const emu = await startTestEmulator({
       basePath: '/api',
       fault: (r) => {
         seen.push(r);
@@ -73,7 +66,7 @@ describe('fault hook', () => {
   });
 
   it('delay: waits, then answers normally', async () => {
-    const emu = await start({
+    const emu = await startTestEmulator({
       fault: async (r) => (r.path === '/datasets/' ? { kind: 'delay', ms: 200 } : undefined),
     });
     const t0 = performance.now();
@@ -85,7 +78,7 @@ describe('fault hook', () => {
 
   it('status: 429 with Retry-After and the default {message}; custom JSON and text bodies', async () => {
     let n = 0;
-    const emu = await start({
+    const emu = await startTestEmulator({
       fault: () => {
         n++;
         if (n === 1) return { kind: 'status', status: 429, headers: { 'Retry-After': '2' } };
@@ -110,7 +103,9 @@ describe('fault hook', () => {
   });
 
   it('reset: the connection dies before any header; the emulator carries on', async () => {
-    const emu = await start({ fault: (r) => (r.requestNumber === 1 ? { kind: 'reset' } : undefined) });
+    const emu = await startTestEmulator({
+      fault: (r) => (r.requestNumber === 1 ? { kind: 'reset' } : undefined),
+    });
     await expect(get(emu, '/datasets/')).rejects.toThrow();
     expect((await get(emu, '/datasets/')).status).toBe(200);
     expect(emu.requests[0]!.status).toBeNull();
@@ -118,7 +113,9 @@ describe('fault hook', () => {
   });
 
   it('cut: real headers with the full Content-Length, then afterBytes of the body, then the close', async () => {
-    const emu = await start({ fault: (r) => (isPageGet(r) ? { kind: 'cut', afterBytes: 100 } : undefined) });
+    const emu = await startTestEmulator({
+      fault: (r) => (isPageGet(r) ? { kind: 'cut', afterBytes: 100 } : undefined),
+    });
     const h = await createQuery(emu, 'web_traffic', { tickers: ['nasdaq:aapl'] });
     const cut = await rawGet(emu, `/datasets/web_traffic/query/${h.id}?limit=50`);
     expect(cut.status).toBe(200);
@@ -132,7 +129,7 @@ describe('fault hook', () => {
   });
 
   it('cut: afterBytes beyond the body still cuts one byte short', async () => {
-    const emu = await start({
+    const emu = await startTestEmulator({
       fault: (r) => (isPageGet(r) ? { kind: 'cut', afterBytes: 10_000_000 } : undefined),
     });
     const h = await createQuery(emu, 'web_traffic', { tickers: ['nasdaq:aapl'] });
@@ -143,7 +140,7 @@ describe('fault hook', () => {
 
   it('trickle: the real body, slowly', async () => {
     let trickle = false;
-    const emu = await start({
+    const emu = await startTestEmulator({
       fault: (r) =>
         trickle && isPageGet(r) ? { kind: 'trickle', bytesPerChunk: 512, intervalMs: 15 } : undefined,
     });
@@ -166,7 +163,7 @@ describe('fault hook', () => {
 
   it('answers 500 with a message when the hook throws or returns something invalid', async () => {
     let n = 0;
-    const emu = await start({
+    const emu = await startTestEmulator({
       fault: () => {
         n++;
         if (n === 1) throw new Error('plan exhausted');
@@ -187,14 +184,14 @@ describe('fault hook', () => {
   });
 
   it('runs before routing and authentication: a fault hits even unknown paths', async () => {
-    const emu = await start({ fault: () => ({ kind: 'status', status: 503 }) });
+    const emu = await startTestEmulator({ fault: () => ({ kind: 'status', status: 503 }) });
     const res = await fetch(`${emu.url}/no/such/path`);
     expect(res.status).toBe(503);
   });
 
   it('can fail exactly the second page GET (the shape of a seeded fault plan)', async () => {
     let pageGets = 0;
-    const emu = await start({
+    const emu = await startTestEmulator({
       fault: (r) => (isPageGet(r) && ++pageGets === 2 ? { kind: 'status', status: 503 } : undefined),
     });
     const h = await createQuery(emu, 'web_traffic', {});
@@ -206,7 +203,7 @@ describe('fault hook', () => {
   });
 
   it('close() cancels pending delays instead of waiting for them', async () => {
-    const emu = await start({ fault: () => ({ kind: 'delay', ms: 60_000 }) });
+    const emu = await startTestEmulator({ fault: () => ({ kind: 'delay', ms: 60_000 }) });
     const pending = get(emu, '/datasets/').catch((err: unknown) => err);
     await new Promise((r) => setTimeout(r, 50));
     const t0 = performance.now();
@@ -222,7 +219,7 @@ describe('request log', () => {
     const gate = new Promise<void>((r) => {
       release = r;
     });
-    const emu = await start({
+    const emu = await startTestEmulator({
       fault: async (r) => {
         if (r.path === '/datasets/slow') await gate;
         return undefined;

@@ -1,12 +1,25 @@
 /** Shared plumbing for the emulator tests: plain `fetch` and `node:http`, never our client. */
 import { request } from 'node:http';
-import type { Emulator } from '../src/emulator/index.js';
+import { afterEach } from 'vitest';
+import { type Emulator, type EmulatorOptions, startEmulator } from '../src/emulator/index.js';
 
 export const TABLE = 'application/vnd.service.table+json';
 export const MAP = 'application/vnd.service.map+json';
 export const CSV = 'text/csv';
 export const XLS = 'application/vnd.ms-excel';
 export const XLSX = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
+
+const running: Emulator[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((e) => e.close()));
+});
+
+/** An emulator on 127.0.0.1:0, closed after the test that started it. */
+export async function startTestEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
+  const emu = await startEmulator(options);
+  running.push(emu);
+  return emu;
+}
 
 export function authHeaders(emu: Emulator, extra: Record<string, string> = {}): Record<string, string> {
   return { Authorization: `token ${emu.apiKey}`, 'X-API-Version': '20151130', ...extra };

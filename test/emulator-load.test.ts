@@ -5,19 +5,9 @@
  * durations.
  */
 import { connect } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Emulator, type EmulatorOptions, startEmulator } from '../src/emulator/index.js';
-import { authHeaders, createQuery, TABLE } from './emulator-helpers.js';
-
-const running: Emulator[] = [];
-async function start(options: EmulatorOptions = {}): Promise<Emulator> {
-  const emu = await startEmulator(options);
-  running.push(emu);
-  return emu;
-}
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((e) => e.close()));
-});
+import { describe, expect, it } from 'vitest';
+import type { Emulator } from '../src/emulator/index.js';
+import { authHeaders, createQuery, startTestEmulator, TABLE } from './emulator-helpers.js';
 
 function pageUrl(emu: Emulator, id: string, start: number, limit: number): string {
   return `${emu.url}/datasets/job_listings/query/${id}?start=${start}&limit=${limit}`;
@@ -43,7 +33,7 @@ async function until(condition: () => boolean, ms = 5000): Promise<void> {
 
 describe('responsive under a big page', () => {
   it('a 10-row page and the dataset list are answered while a 60,000-row page is being built', async () => {
-    const emu = await start();
+    const emu = await startTestEmulator();
     const { id } = await createQuery(emu, 'job_listings');
     const order: string[] = [];
     const big = timed('big', pageUrl(emu, id, 1, 60_000), emu, order);
@@ -66,7 +56,7 @@ describe('responsive under a big page', () => {
 
 describe('load shedding', () => {
   it('pages beyond maxPageRowsInFlight get 503 with Retry-After; small pages are never shed', async () => {
-    const emu = await start({ maxPageRowsInFlight: 25_000, pageCacheSize: 0 });
+    const emu = await startTestEmulator({ maxPageRowsInFlight: 25_000, pageCacheSize: 0 });
     const { id } = await createQuery(emu, 'job_listings');
     const order: string[] = [];
     const bigs = [0, 1, 2, 3, 4].map((i) =>
@@ -87,7 +77,7 @@ describe('load shedding', () => {
   });
 
   it('a page larger than the bound is served when nothing else is in flight', async () => {
-    const emu = await start({ maxPageRowsInFlight: 5000 });
+    const emu = await startTestEmulator({ maxPageRowsInFlight: 5000 });
     const { id } = await createQuery(emu, 'job_listings');
     const { res } = await timed('alone', pageUrl(emu, id, 1, 20_000), emu, []);
     expect(res.status).toBe(200);
@@ -96,7 +86,7 @@ describe('load shedding', () => {
 
 describe('cancellation and bounded caches', () => {
   it('a build stops when its only client goes away, and nothing is cached', async () => {
-    const emu = await start();
+    const emu = await startTestEmulator();
     const { id } = await createQuery(emu, 'job_listings');
     const abort = new AbortController();
     const gone = timed('gone', pageUrl(emu, id, 1, 60_000), emu, [], { signal: abort.signal }).catch(
@@ -111,7 +101,7 @@ describe('cancellation and bounded caches', () => {
   });
 
   it('a build shared by two clients goes on when one of them leaves', async () => {
-    const emu = await start();
+    const emu = await startTestEmulator();
     const { id } = await createQuery(emu, 'job_listings');
     const abort = new AbortController();
     const url = pageUrl(emu, id, 1, 20_000);
@@ -126,7 +116,7 @@ describe('cancellation and bounded caches', () => {
   });
 
   it('cached pages unused for pageCacheIdleMs are dropped', async () => {
-    const emu = await start({ pageCacheIdleMs: 150 });
+    const emu = await startTestEmulator({ pageCacheIdleMs: 150 });
     const { id } = await createQuery(emu, 'job_listings');
     await timed('p', pageUrl(emu, id, 1, 2000), emu, []);
     expect(emu.stats().cachedPages).toBe(1);
@@ -151,13 +141,13 @@ describe('timeouts', () => {
   }
 
   it('headers too slow: 408', async () => {
-    const emu = await start({ headersTimeoutMs: 200 });
+    const emu = await startTestEmulator({ headersTimeoutMs: 200 });
     const answer = await raw(emu, 'GET /datasets/ HTTP/1.1\r\nHost: x\r\n');
     expect(answer).toMatch(/^HTTP\/1\.1 408 /);
   });
 
   it('body too slow: 408', async () => {
-    const emu = await start({ headersTimeoutMs: 200, requestTimeoutMs: 300 });
+    const emu = await startTestEmulator({ headersTimeoutMs: 200, requestTimeoutMs: 300 });
     const answer = await raw(
       emu,
       `POST /datasets/job_listings/query/ HTTP/1.1\r\nHost: x\r\nAuthorization: token ${emu.apiKey}\r\n` +

@@ -4,22 +4,12 @@
  * answered 429 with Retry-After. Timing assertions are lower bounds with a margin, never upper bounds.
  */
 import { Agent, request } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../src/core/errors.js';
-import { type Emulator, type EmulatorOptions, startEmulator } from '../src/emulator/index.js';
+import { type EmulatorOptions, startEmulator } from '../src/emulator/index.js';
 import { MinuteWindow } from '../src/emulator/shaping.js';
-import { ensureBuilt, finishCli, startCli } from './cli-helpers.js';
-import { authHeaders, createQuery, TABLE } from './emulator-helpers.js';
-
-const running: Emulator[] = [];
-async function start(options: EmulatorOptions): Promise<Emulator> {
-  const emu = await startEmulator(options);
-  running.push(emu);
-  return emu;
-}
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((e) => e.close()));
-});
+import { ensureBuilt, finishCli, startCli, startServe } from './cli-helpers.js';
+import { authHeaders, createQuery, startTestEmulator, TABLE } from './emulator-helpers.js';
 
 interface Timed {
   status: number;
@@ -54,7 +44,7 @@ function timedGet(
 
 describe('latency and execution time', () => {
   it('latencyMs before every first byte, twice on a new connection', async () => {
-    const emu = await start({ latencyMs: 100 });
+    const emu = await startTestEmulator({ latencyMs: 100 });
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {
       const first = await timedGet(emu.url, '/datasets/', authHeaders(emu), agent);
@@ -68,7 +58,7 @@ describe('latency and execution time', () => {
   });
 
   it('pageTimeMs + rowTimeMs × rows before a page', async () => {
-    const emu = await start({ pageTimeMs: 40, rowTimeMs: 0.05 });
+    const emu = await startTestEmulator({ pageTimeMs: 40, rowTimeMs: 0.05 });
     const { id } = await createQuery(emu, 'job_listings');
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {
@@ -89,7 +79,7 @@ describe('latency and execution time', () => {
 describe('bandwidth', () => {
   it('per connection, on the bytes on the wire: gzip goes faster', async () => {
     const rate = 4_000_000;
-    const emu = await start({ connectionBytesPerSecond: rate });
+    const emu = await startTestEmulator({ connectionBytesPerSecond: rate });
     const { id } = await createQuery(emu, 'job_listings');
     const path = `/datasets/job_listings/query/${id}?limit=4000`;
     const plain = await timedGet(emu.url, path, authHeaders(emu, { Accept: TABLE }));
@@ -107,7 +97,7 @@ describe('bandwidth', () => {
 
   it('in total, shared by all connections', async () => {
     const rate = 4_000_000;
-    const emu = await start({ totalBytesPerSecond: rate });
+    const emu = await startTestEmulator({ totalBytesPerSecond: rate });
     const { id } = await createQuery(emu, 'job_listings');
     const headers = authHeaders(emu, { Accept: TABLE });
     const t0 = performance.now();
@@ -125,7 +115,7 @@ describe('bandwidth', () => {
 
 describe('gateway limits', () => {
   it('maxInFlight: requests above the cap are answered 429 with Retry-After', async () => {
-    const emu = await start({ maxInFlight: 2, latencyMs: 150 });
+    const emu = await startTestEmulator({ maxInFlight: 2, latencyMs: 150 });
     const answers = await Promise.all(
       Array.from({ length: 5 }, () => timedGet(emu.url, '/datasets/', authHeaders(emu))),
     );
@@ -138,7 +128,7 @@ describe('gateway limits', () => {
   });
 
   it('maxInFlight: a client that keeps within the cap is never refused', async () => {
-    const emu = await start({ maxInFlight: 3 });
+    const emu = await startTestEmulator({ maxInFlight: 3 });
     const { id } = await createQuery(emu, 'web_traffic');
     const agent = new Agent({ keepAlive: true, maxSockets: 3 });
     try {
@@ -158,7 +148,7 @@ describe('gateway limits', () => {
   });
 
   it('requestsPerMinute: 429 past the limit, Retry-After until the oldest leaves the window', async () => {
-    const emu = await start({ requestsPerMinute: 4 });
+    const emu = await startTestEmulator({ requestsPerMinute: 4 });
     const statuses: number[] = [];
     let retryAfter: unknown;
     for (let i = 0; i < 6; i++) {
@@ -197,36 +187,16 @@ describe('options and flags', () => {
   });
 
   it('dqs serve --latency-ms --requests-per-minute --connection-bandwidth are applied', async () => {
-    ensureBuilt();
-    const child = startCli(
-      [
-        'serve',
-        '--port',
-        '0',
-        '--json',
-        '--latency-ms',
-        '100',
-        '--requests-per-minute',
-        '1',
-        '--connection-bandwidth',
-        '8Mbit',
-      ],
-      { cwd: process.cwd() },
-    );
-    const done = finishCli(child);
+    const serve = await startServe([
+      '--latency-ms',
+      '100',
+      '--requests-per-minute',
+      '1',
+      '--connection-bandwidth',
+      '8Mbit',
+    ]);
+    const url = serve.url;
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let text = '';
-        child.stdout!.on('data', (c: Buffer) => {
-          text += c.toString();
-          try {
-            resolve((JSON.parse(text) as { url: string }).url);
-          } catch {
-            // Not the whole document yet.
-          }
-        });
-        child.once('exit', () => reject(new Error('serve exited early')));
-      });
       const headers = { Authorization: 'token demo' };
       const first = await timedGet(url, '/datasets/', headers);
       const second = await timedGet(url, '/datasets/', headers);
@@ -235,8 +205,7 @@ describe('options and flags', () => {
       expect(second.status).toBe(429);
       expect(Number(second.headers['retry-after'])).toBeGreaterThan(0);
     } finally {
-      child.kill('SIGINT');
-      expect((await done).code).toBe(0);
+      expect((await serve.stop()).code).toBe(0);
     }
   });
 

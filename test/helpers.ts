@@ -1,9 +1,18 @@
 /** Test helpers: a real emulator on 127.0.0.1:0 and a client pointed at it; both closed after each test. */
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { RecordBatch } from 'apache-arrow';
 import { afterEach } from 'vitest';
 import { type EmulatorOptions, startEmulator } from '../src/emulator/index.js';
-import { DatasetClient, toArrowIpc } from '../src/index.js';
+import {
+  DatasetClient,
+  type DqsError,
+  NetworkError,
+  RateLimitedError,
+  type RetryEvent,
+  ServerError,
+  toArrowIpc,
+} from '../src/index.js';
 import type { ClientOptions } from '../src/transport/options.js';
 
 type Emulator = Awaited<ReturnType<typeof startEmulator>>;
@@ -25,11 +34,45 @@ export async function setup(
   return { emu, client };
 }
 
-/** Result page GETs the emulator has seen (HEAD, POST and metadata excluded). */
+/** A result page GET (not the 1-row probe `query()` sends for the schema, nor HEAD, POST, metadata). */
+export function isPageGet(r: {
+  readonly method: string;
+  readonly path: string;
+  readonly query: Readonly<Record<string, string>>;
+}): boolean {
+  return r.method === 'GET' && /\/query\/[0-9a-f]{64}$/.test(r.path) && r.query.limit !== '1';
+}
+
+/** Result page GETs the emulator has seen. */
 export function pageGets(emu: Emulator): number {
-  return emu.requests.filter(
-    (r) => r.method === 'GET' && /\/query\/[0-9a-f]{64}$/.test(r.path) && r.query.limit !== '1',
-  ).length;
+  return emu.requests.filter(isPageGet).length;
+}
+
+/** Retry pauses short enough for tests (the count of retries stays the default). */
+export const FAST_RETRY = { minDelayMs: 1, maxDelayMs: 5 };
+
+/** The client's `'retry'` events from now on, as they come. */
+export function retriesOf(client: DatasetClient): RetryEvent[] {
+  const events: RetryEvent[] = [];
+  client.on('retry', (e: RetryEvent) => events.push(e));
+  return events;
+}
+
+/** What a failing fault kind looks like to the client: the status, `network`, or the error's code. */
+export function kindOf(error: DqsError): string {
+  if (error instanceof RateLimitedError || error instanceof ServerError) return String(error.status);
+  if (error instanceof NetworkError) return 'network';
+  return error.code;
+}
+
+/** The rows of a stream of batches, counted; `delayMs` after each batch plays a slow consumer. */
+export async function collectRows(stream: AsyncIterable<unknown>, delayMs = 0): Promise<number> {
+  let rows = 0;
+  for await (const b of stream) {
+    rows += (b as RecordBatch).numRows;
+    if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+  }
+  return rows;
 }
 
 export async function expectRejects<E>(promise: Promise<unknown>, check: (err: E) => void): Promise<E> {

@@ -10,12 +10,14 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { DataType, type RecordBatch, tableFromIPC } from 'apache-arrow';
 import { parse } from 'csv-parse/sync';
+import fc from 'fast-check';
 import pl from 'nodejs-polars';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planColumns, RecordBatchBuilder } from '../src/convert/index.js';
 import { InvalidArgumentError } from '../src/core/errors.js';
 import type { FieldDescriptor, WireValue } from '../src/core/wire.js';
-import { toCsv } from '../src/output/csv.js';
+import { cellReaders, isoDate, isoTimestamp } from '../src/output/cells.js';
+import { csvField, toCsv } from '../src/output/csv.js';
 import { decodeDictionaries, withoutDictionaries } from '../src/output/dictionaries.js';
 import { arrowIpcTransform } from '../src/output/ipc-transform.js';
 import { toJsonl } from '../src/output/jsonl.js';
@@ -93,6 +95,81 @@ describe('toCsv', () => {
     expect(records[1]!.title).toBe('Line one\nline two');
     expect(records[1]!.salary).toBe('55000.5');
     expect(records[4]!.title).toBe('Ingénieur Données – Zürich ☕');
+  });
+
+  it('writes the bytes of csvField() of every cell (the text route), whatever the values and slices', async () => {
+    // The writer copies UTF-8 values and dictionary entries as bytes; this is the string-per-cell route
+    // it replaced, on random awkward values, several batches sharing a dictionary, and sliced batches.
+    const textRoute = (input: RecordBatch[]): Buffer => {
+      let text = `${input[0]!.schema.fields.map((f) => csvField(f.name)).join(',')}\r\n`;
+      for (const batch of input) {
+        const readers = cellReaders(batch);
+        for (let row = 0; row < batch.numRows; row++) {
+          text += `${readers.map((read) => csvField(read(row))).join(',')}\r\n`;
+        }
+      }
+      return Buffer.from(text, 'utf8');
+    };
+    const pad = (n: number, width: number) => String(n).padStart(width, '0');
+    const wireDate = (d: Date) =>
+      `${pad(d.getUTCFullYear(), 4)}${pad(d.getUTCMonth() + 1, 2)}${pad(d.getUTCDate(), 2)}`;
+    const wireTime = (d: Date) =>
+      `${wireDate(d)}T${pad(d.getUTCHours(), 2)}${pad(d.getUTCMinutes(), 2)}${pad(d.getUTCSeconds(), 2)}Z`;
+    const text = fc.oneof(
+      fc.constantFrom('', '"', ',', '\r\n', '\n', 'a""b', 'Ingénieur – Zürich ☕', 'x,"y"\r'),
+      fc.string({ unit: 'binary', maxLength: 40 }),
+      fc.string({ unit: fc.constantFrom('a', '"', ',', '\n', '\r', 'é', ' '), maxLength: 12 }),
+    );
+    const date = fc.date({
+      min: new Date('0001-01-01T00:00:00Z'),
+      max: new Date('9999-12-31T23:59:59Z'),
+      noInvalidDate: true,
+    });
+    const row = fc.tuple(
+      fc.constantFrom('nasdaq:aapl', 'nyse:ibm', 'lse:tsco', null),
+      fc.option(text, { freq: 5 }),
+      fc.option(date.map(wireDate), { freq: 5 }),
+      fc.option(date.map(wireTime), { freq: 5 }),
+      fc.option(fc.oneof(fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true })), { freq: 5 }),
+      fc.option(fc.boolean(), { freq: 5 }),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(row, { minLength: 1, maxLength: 40 }),
+        fc.integer({ min: 1, max: 7 }),
+        fc.nat(3),
+        async (rows, perBatch, cut) => {
+          const input = batches(rows as WireValue[][], perBatch).map((b) =>
+            cut > 0 && b.numRows > cut ? b.slice(cut, b.numRows - 1) : b,
+          );
+          const path = join(dir, 'p.csv');
+          await write(input, toCsv(), path);
+          expect((await readFile(path)).equals(textRoute(input))).toBe(true);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('dates and timestamps are written as Date#toISOString writes them', () => {
+    const iso = (ms: number) => {
+      const d = new Date(ms);
+      return Number.isNaN(d.getTime()) ? String(ms) : d.toISOString();
+    };
+    // Years 0 to 9999 are formatted without a Date; the rest (and fractions) still go through one.
+    const edges = [0, -1, -0, 1.5, -1.5, -62167219200000, -62167219200001, 253402300799999, 253402300800000];
+    for (const ms of [...edges, 8.64e15, -8.64e15, 8.64e15 + 1]) expect(isoTimestamp(ms)).toBe(iso(ms));
+    for (const days of [0, -1, -719528, -719529, 2932896, 2932897, 1e8, 1e8 + 1, 2 ** 31 - 1, -(2 ** 31)]) {
+      expect(isoDate(days)).toBe(iso(days * 86_400_000).slice(0, 10));
+    }
+    fc.assert(
+      fc.property(fc.oneof(fc.maxSafeInteger(), fc.double({ noNaN: true }).map(Math.trunc)), (ms) => {
+        expect(isoTimestamp(ms)).toBe(iso(ms));
+        const days = Math.floor(ms / 86_400_000 / 100);
+        expect(isoDate(days)).toBe(iso(days * 86_400_000).slice(0, 10));
+      }),
+      { numRuns: 20_000 },
+    );
   });
 
   it('header: false leaves the header out', async () => {

@@ -7,42 +7,20 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RecordBatch } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { type FaultContext, queryRows } from '../src/emulator/index.js';
+import { queryRows } from '../src/emulator/index.js';
 import {
   AuthenticationError,
   BadRequestError,
   DatasetClient,
   type DqsError,
   MediaType,
-  NetworkError,
   NotFoundError,
   type ProgressEvent,
-  RateLimitedError,
   ResponseTooLargeError,
   type RetryEvent,
   ServerError,
 } from '../src/index.js';
-import { expectRejects, setup } from './helpers.js';
-
-const FAST = { minDelayMs: 1, maxDelayMs: 5 };
-const isPageGet = (r: Pick<FaultContext, 'method' | 'path' | 'query'>) =>
-  r.method === 'GET' && /\/query\/[0-9a-f]{64}$/.test(r.path) && r.query.limit !== '1';
-
-/** What a failing fault kind looks like to the client. */
-function kindOf(error: DqsError): string {
-  if (error instanceof RateLimitedError || error instanceof ServerError) return String(error.status);
-  if (error instanceof NetworkError) return 'network';
-  return error.code;
-}
-
-async function collectRows(stream: AsyncIterable<unknown>, delayMs = 0): Promise<number> {
-  let rows = 0;
-  for await (const b of stream) {
-    rows += (b as RecordBatch).numRows;
-    if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
-  }
-  return rows;
-}
+import { collectRows, expectRejects, FAST_RETRY, isPageGet, kindOf, setup } from './helpers.js';
 
 describe('429 step-down', () => {
   it("halves the stream's concurrency on each 429 and earns it back as pages succeed", async () => {
@@ -56,7 +34,7 @@ describe('429 step-down', () => {
           return { kind: 'status', status: 429, headers: { 'Retry-After': '0' } };
         },
       },
-      { retry: FAST },
+      { retry: FAST_RETRY },
     );
     const stream = client.stream('job_listings', {}, { pageSize: 1000, concurrency: 4 });
     const seen: number[] = [];
@@ -82,7 +60,7 @@ describe('resume', () => {
         fault: (r) =>
           failing && isPageGet(r) && r.query.start === '10001' ? { kind: 'status', status: 503 } : undefined,
       },
-      { retry: { retries: 1, ...FAST } },
+      { retry: { retries: 1, ...FAST_RETRY } },
     );
     const stream = client.stream('job_listings', {}, { pageSize: 1000, concurrency: 4 });
     const progress: ProgressEvent[] = [];

@@ -1,24 +1,6 @@
-// The client's rate limiter (src/transport/rate-limiter.ts): polling and pages alike stay within the quota.
-// Moved out of reliability.test.ts unchanged.
-import type { RecordBatch } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { DatasetClient, type RetryEvent } from '../src/index.js';
-import { setup } from './helpers.js';
-
-function retriesOf(client: DatasetClient): RetryEvent[] {
-  const events: RetryEvent[] = [];
-  client.on('retry', (e: RetryEvent) => events.push(e));
-  return events;
-}
-
-async function collectRows(stream: AsyncIterable<unknown>, delayMs = 0): Promise<number> {
-  let rows = 0;
-  for await (const b of stream) {
-    rows += (b as RecordBatch).numRows;
-    if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
-  }
-  return rows;
-}
+import { DatasetClient } from '../src/index.js';
+import { collectRows, retriesOf, setup } from './helpers.js';
 
 describe('rate limiter', () => {
   it('keeps every span of intervalMs at `requests` requests or fewer, polling and pages alike', async () => {

@@ -1,36 +1,12 @@
 // Retries (src/transport/retry.ts, retry-after.ts): what is retried and how, backoff and Retry-After,
 // cut bodies never decoded as short pages. Moved out of reliability.test.ts unchanged.
 import { describe, expect, it } from 'vitest';
-import { type FaultContext, type FaultKind, faultPlan } from '../src/emulator/index.js';
-import {
-  type DatasetClient,
-  type DqsError,
-  NetworkError,
-  RateLimitedError,
-  type RetryEvent,
-  ServerError,
-  TimeoutError,
-} from '../src/index.js';
+import { type FaultKind, faultPlan } from '../src/emulator/index.js';
+import { type DqsError, NetworkError, RateLimitedError, ServerError, TimeoutError } from '../src/index.js';
 import { backoffDelay, normalizeRetryOptions } from '../src/transport/retry.js';
 import { parseRetryAfter } from '../src/transport/retry-after.js';
-import { expectRejects, setup } from './helpers.js';
+import { expectRejects, FAST_RETRY, isPageGet, kindOf, retriesOf, setup } from './helpers.js';
 
-const FAST = { minDelayMs: 1, maxDelayMs: 5 };
-const isPageGet = (r: Pick<FaultContext, 'method' | 'path' | 'query'>) =>
-  r.method === 'GET' && /\/query\/[0-9a-f]{64}$/.test(r.path) && r.query.limit !== '1';
-
-function retriesOf(client: DatasetClient): RetryEvent[] {
-  const events: RetryEvent[] = [];
-  client.on('retry', (e: RetryEvent) => events.push(e));
-  return events;
-}
-
-/** What a failing fault kind looks like to the client. */
-function kindOf(error: DqsError): string {
-  if (error instanceof RateLimitedError || error instanceof ServerError) return String(error.status);
-  if (error instanceof NetworkError) return 'network';
-  return error.code;
-}
 const expectedKind = (k: FaultKind | 'custom') => (k === 'reset' || k === 'cut' ? 'network' : k);
 
 describe('retries', () => {
@@ -54,7 +30,7 @@ describe('retries', () => {
         19: 'trickle',
       },
     });
-    const { client, emu } = await setup({ fault: plan }, { retry: FAST });
+    const { client, emu } = await setup({ fault: plan }, { retry: FAST_RETRY });
     const retries = retriesOf(client);
     const h = await client.createQuery('web_traffic', { tickers: ['nasdaq:aapl'] }); // 1 429, 2
     expect((await client.checkQuery('web_traffic', h.id)).state).toBe('complete'); // 3 503, 4
@@ -81,7 +57,7 @@ describe('retries', () => {
     for (const status of [400, 401, 404, 406, 409]) {
       const { client, emu } = await setup(
         { fault: faultPlan({ seed: 1, rate: 0, at: { 1: { kind: 'status', status } } }) },
-        { retry: FAST },
+        { retry: FAST_RETRY },
       );
       const retries = retriesOf(client);
       const err = await expectRejects<DqsError>(client.listDatasets(), () => {});
@@ -94,7 +70,7 @@ describe('retries', () => {
   it('bounds the attempts: retries + 1 requests, then the last error', async () => {
     const { client, emu } = await setup(
       { fault: () => ({ kind: 'status', status: 503 }) },
-      { retry: { retries: 2, ...FAST } },
+      { retry: { retries: 2, ...FAST_RETRY } },
     );
     const retries = retriesOf(client);
     await expectRejects<ServerError>(client.listDatasets(), (e) => {
@@ -108,7 +84,7 @@ describe('retries', () => {
   it('gives up at once when a Retry-After would pass the overall deadline', async () => {
     const { client, emu } = await setup(
       { fault: () => ({ kind: 'status', status: 429, headers: { 'Retry-After': '30' } }) },
-      { retry: { deadlineMs: 2000, ...FAST } },
+      { retry: { deadlineMs: 2000, ...FAST_RETRY } },
     );
     const t0 = performance.now();
     await expectRejects<RateLimitedError>(client.listDatasets(), (e) => {
@@ -131,7 +107,7 @@ describe('retries', () => {
           return undefined;
         },
       },
-      { retry: FAST },
+      { retry: FAST_RETRY },
     );
     const retries = retriesOf(client);
     await client.listDatasets();
@@ -158,7 +134,7 @@ describe('retries', () => {
           },
         }),
       },
-      { timeoutMs: 250, retry: FAST },
+      { timeoutMs: 250, retry: FAST_RETRY },
     );
     const retries = retriesOf(client);
     const t0 = performance.now();
@@ -229,7 +205,7 @@ describe('retries', () => {
             ? { kind: 'cut', afterBytes: 5000 }
             : undefined,
       },
-      { retry: FAST },
+      { retry: FAST_RETRY },
     );
     const retries = retriesOf(client);
     const result = await client.query('job_listings', {});

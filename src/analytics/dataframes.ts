@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { makeData, RecordBatch, type Schema, Struct, Table, tableToIPC, vectorFromArray } from 'apache-arrow';
-import { InvalidArgumentError, MissingPackageError } from '../core/errors.js';
+import { MissingPackageError } from '../core/errors.js';
 import { invalid } from '../core/validate.js';
 import { withoutDictionaries } from '../output/dictionaries.js';
 import { type ParquetOptions, toParquet } from '../output/parquet.js';
@@ -173,7 +173,7 @@ export async function toDuckDB(
   options: ToDuckDBOptions = {},
 ): Promise<{ rows: number }> {
   if (typeof connection?.run !== 'function') {
-    throw new InvalidArgumentError('connection', 'Expected a DuckDB connection (with a run(sql) method)');
+    throw invalid('connection', 'a DuckDB connection (with a run(sql) method)', connection);
   }
   if (typeof tableName !== 'string' || tableName === '') {
     throw invalid('tableName', 'a non-empty string', tableName);

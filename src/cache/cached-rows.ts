@@ -17,7 +17,7 @@ import type {
 } from '../query/result-stream.js';
 import { ResultStream } from '../query/result-stream.js';
 import { type EntryHeader, EntryProblem } from './entry-format.js';
-import { EntryWriter, loadEntry, removeEntry, touchEntry } from './entry-store.js';
+import { EntryWriter, type LoadedEntry, loadEntry, removeEntry, touchEntry } from './entry-store.js';
 import type { CacheEvent } from './events.js';
 import { rowMaker, serveBatches } from './serve.js';
 
@@ -39,6 +39,13 @@ export interface CachedRowsInit {
   readonly source: ResultSource;
   /** The validated entry's header for a hit; `undefined` for a result read from the service. */
   readonly entry: EntryHeader | undefined;
+  /**
+   * The tickers of the body the dataset lacked (`checkTickers`) when this result was checked, recorded
+   * in an entry filled from it; `undefined`: not checked.
+   */
+  readonly unknownTickers: readonly string[] | undefined;
+  /** A hit's entry, already being read and verified: for the first stream that serves it. */
+  readonly preloaded?: Promise<LoadedEntry> | undefined;
   /** A new, uncached look at the result, for a hit whose entry turns out unreadable. */
   readonly refetch: (signal: AbortSignal) => Promise<ResultSource>;
 }
@@ -60,9 +67,12 @@ function sameResult(a: ResultSource | EntryHeader, b: ResultSource): boolean {
 
 export class CachedRows implements LocalRows {
   readonly #init: CachedRowsInit;
+  /** Taken by the first stream: later ones read the entry again rather than keep it in memory. */
+  #preloaded: Promise<LoadedEntry> | undefined;
 
   constructor(init: CachedRowsInit) {
     this.#init = init;
+    this.#preloaded = init.preloaded;
   }
 
   /** `'hit'` when streams read the entry, `'miss'` when they read the service (and fill an entry). */
@@ -78,6 +88,7 @@ export class CachedRows implements LocalRows {
       typesKey(entry.types) === typesKey(options.types) &&
       entry.onInvalid === options.onInvalid;
     if (sameValues) return this.#serve(ctx, entry);
+    this.#preloaded = undefined; // other values: read from the service
     // A result that cannot be validated later (no table JSON, so no last_date_updated) is not stored.
     if (source.lastDateUpdated === undefined) return undefined;
     if (options.startRow !== 1) return entry ? this.#fromService(ctx) : undefined;
@@ -88,7 +99,9 @@ export class CachedRows implements LocalRows {
     const { path, key, cache } = this.#init;
     let steps: Iterable<LocalStep>;
     try {
-      const loaded = await loadEntry(path);
+      const preloaded = this.#preloaded;
+      this.#preloaded = undefined;
+      const loaded = await (preloaded ?? loadEntry(path));
       // Another process may have replaced the entry since it was validated: fine if it is the same result.
       if (
         !sameResult(loaded.header, this.#init.source) ||
@@ -148,7 +161,7 @@ export class CachedRows implements LocalRows {
   }
 
   async *#fill(ctx: LocalReadContext, source: ResultSource): AsyncGenerator<LocalStep> {
-    const { cache, key, baseUrl, body } = this.#init;
+    const { cache, key, baseUrl, body, unknownTickers } = this.#init;
     const header: EntryHeader = {
       key,
       baseUrl,
@@ -163,6 +176,7 @@ export class CachedRows implements LocalRows {
       types: ctx.options.types ? { ...ctx.options.types } : null,
       onInvalid: ctx.options.onInvalid,
       fetchedAt: Date.now(),
+      ...(unknownTickers ? { unknownTickers: [...unknownTickers] } : {}),
     };
     let writer: EntryWriter | undefined;
     try {

@@ -40,6 +40,11 @@ export interface EntryHeader {
   readonly onInvalid: 'error' | 'null';
   /** When the rows were fetched, ms since the epoch. */
   readonly fetchedAt: number;
+  /**
+   * With `checkTickers`: the body's tickers the dataset did not carry when the entry was filled (often
+   * none). Absent: the entry was filled without the check.
+   */
+  readonly unknownTickers?: readonly string[];
 }
 
 /** Why an entry cannot be used; never shown to users as an error (the result is fetched instead). */
@@ -111,7 +116,8 @@ function parseHeader(json: Buffer): EntryHeader {
     h.fields.every((f) => f !== null && typeof f === 'object' && isString((f as FieldDescriptor).id)) &&
     (h.types === null || (typeof h.types === 'object' && !Array.isArray(h.types))) &&
     (h.onInvalid === 'error' || h.onInvalid === 'null') &&
-    isCount(h.fetchedAt);
+    isCount(h.fetchedAt) &&
+    (h.unknownTickers === undefined || (Array.isArray(h.unknownTickers) && h.unknownTickers.every(isString)));
   if (!ok) throw new EntryProblem('corrupt', 'header lacks a member or has one of the wrong type');
   return h as EntryHeader;
 }

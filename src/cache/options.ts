@@ -4,7 +4,7 @@
  */
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import { InvalidArgumentError } from '../core/errors.js';
+import { checkNumber, checkObject, invalid, optionalBoolean, optionalInteger } from '../core/validate.js';
 
 export interface CacheOptions {
   /**
@@ -38,10 +38,6 @@ export interface NormalizedCacheOptions {
 
 export const DEFAULT_MAX_BYTES = 1024 ** 3;
 
-function describe(value: unknown): string {
-  return `${typeof value === 'string' ? JSON.stringify(value) : String(value)} (${value === null ? 'null' : typeof value})`;
-}
-
 /**
  * The platform's per-user cache directory for dqs-client, or `undefined` when there is none (no home
  * directory): never the working directory. A relative `XDG_CACHE_HOME` is ignored, as the XDG spec says.
@@ -74,46 +70,22 @@ export function normalizeCacheOptions(
   env: NodeJS.ProcessEnv = process.env,
 ): NormalizedCacheOptions | undefined {
   if (option === undefined || option === false) return undefined;
-  if (option !== true && (option === null || typeof option !== 'object' || Array.isArray(option))) {
-    throw new InvalidArgumentError(
-      'cache',
-      `Expected \`cache\` to be a boolean or { dir, maxAge, maxBytes, refresh }, got ${describe(option)}`,
-    );
-  }
-  const o: CacheOptions = option === true ? {} : option;
+  const o: CacheOptions =
+    option === true ? {} : checkObject(option, 'cache', 'a boolean or { dir, maxAge, maxBytes, refresh }');
   let dir = o.dir;
   if (dir !== undefined && (typeof dir !== 'string' || !isAbsolute(dir))) {
-    throw new InvalidArgumentError(
-      'cache.dir',
-      `Expected \`cache.dir\` to be an absolute path, got ${describe(dir)}`,
-    );
+    throw invalid('cache.dir', 'an absolute path', dir);
   }
   dir ??= defaultCacheDir(env);
   if (dir === undefined) {
-    throw new InvalidArgumentError(
+    throw invalid(
       'cache.dir',
-      'Expected `cache.dir`: this user has no cache directory (no XDG_CACHE_HOME, HOME or LOCALAPPDATA)',
+      'an absolute path (this user has no cache directory: no XDG_CACHE_HOME, HOME or LOCALAPPDATA)',
+      dir,
     );
   }
-  const maxAge = o.maxAge;
-  if (maxAge !== undefined && (typeof maxAge !== 'number' || !Number.isFinite(maxAge) || maxAge < 0)) {
-    throw new InvalidArgumentError(
-      'cache.maxAge',
-      `Expected \`cache.maxAge\` to be a number of ms >= 0, got ${describe(maxAge)}`,
-    );
-  }
-  const maxBytes = o.maxBytes ?? DEFAULT_MAX_BYTES;
-  if (typeof maxBytes !== 'number' || !Number.isSafeInteger(maxBytes) || maxBytes < 1) {
-    throw new InvalidArgumentError(
-      'cache.maxBytes',
-      `Expected \`cache.maxBytes\` to be an integer >= 1, got ${describe(maxBytes)}`,
-    );
-  }
-  if (o.refresh !== undefined && typeof o.refresh !== 'boolean') {
-    throw new InvalidArgumentError(
-      'cache.refresh',
-      `Expected \`cache.refresh\` to be a boolean, got ${describe(o.refresh)}`,
-    );
-  }
-  return { dir, maxAge, maxBytes, refresh: o.refresh === true };
+  const maxAge = o.maxAge === undefined ? undefined : checkNumber(o.maxAge, 'cache.maxAge', 0);
+  const maxBytes = optionalInteger(o.maxBytes, 'cache.maxBytes', 1, DEFAULT_MAX_BYTES);
+  const refresh = optionalBoolean(o.refresh, 'cache.refresh', false);
+  return { dir, maxAge, maxBytes, refresh };
 }

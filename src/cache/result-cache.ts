@@ -10,10 +10,11 @@ import { parseTablePage } from '../decode/table-json.js';
 import { QueryResult } from '../query/query-result.js';
 import type { ResultSource } from '../query/result-stream.js';
 import type { RequestScheduler } from '../query/scheduler.js';
+import type { TickerCheck } from '../tickers/coverage.js';
 import { type EndpointClient, statusFromHeaders } from '../transport/endpoints.js';
 import { CachedRows } from './cached-rows.js';
 import { type EntryHeader, EntryProblem, readHeader } from './entry-format.js';
-import { entryPath, evict, removeEntry } from './entry-store.js';
+import { entryPath, evict, type LoadedEntry, loadEntry, removeEntry } from './entry-store.js';
 import type { CacheEvent } from './events.js';
 import { accountId, cacheSecret, canonicalBody, entryKey } from './key.js';
 import type { NormalizedCacheOptions } from './options.js';
@@ -29,6 +30,13 @@ export interface CachedQuery {
   readonly fetch: (handle?: QueryHandle, signal?: AbortSignal) => Promise<QueryResult>;
   /** The client's shared scheduler, for streams of a hit that read the service after all. */
   readonly scheduler?: RequestScheduler | undefined;
+  /**
+   * `checkTickers`, when asked for and the body names tickers. Its answer is recorded in the entry: a hit
+   * (validated, or allowed by `maxAge`) reports the recorded answer instead of asking again, since the
+   * result, hence which tickers have no rows in it, is the one the entry holds. A miss, a stale entry or
+   * an entry filled without the check asks the service.
+   */
+  readonly tickers?: TickerCheck | undefined;
 }
 
 export class ResultCache {
@@ -68,10 +76,23 @@ export class ResultCache {
       key = await this.#key(baseUrl, datasetId, body);
     } catch (err) {
       this.#emit({ type: 'error', key: undefined, error: err as Error });
+      q.tickers?.report(await q.tickers.run());
       return q.fetch();
     }
     const path = entryPath(this.options.dir, key);
-    const wrap = (source: ResultSource, entry: EntryHeader | undefined): QueryResult =>
+    /** Asks the service which tickers the dataset lacks, and reports them (a refusal throws). */
+    const checkTickers = async (): Promise<readonly string[] | undefined> => {
+      if (!q.tickers) return undefined;
+      const unknown = await q.tickers.run();
+      q.tickers.report(unknown);
+      return unknown;
+    };
+    const wrap = (
+      source: ResultSource,
+      entry: EntryHeader | undefined,
+      unknownTickers: readonly string[] | undefined,
+      preloaded?: Promise<LoadedEntry>,
+    ): QueryResult =>
       new QueryResult({
         ...source,
         local: new CachedRows({
@@ -89,6 +110,8 @@ export class ResultCache {
           body,
           source,
           entry,
+          unknownTickers,
+          preloaded,
           refetch: (signal) => q.fetch(undefined, signal),
         }),
       });
@@ -96,9 +119,20 @@ export class ResultCache {
     const entry = q.refresh ? undefined : await this.#header(path, key);
     if (!entry) {
       this.#emit({ type: 'miss', key, datasetId, refresh: q.refresh });
-      return wrap(await q.fetch(), undefined);
+      const unknown = await checkTickers();
+      return wrap(await q.fetch(), undefined, unknown);
     }
+    // Read and verified while the validation's requests are in flight (the process mostly waits for
+    // them): a hit's rows are ready when its stream opens. A stale entry's read is wasted (and dropped).
+    const preloaded = loadEntry(path);
+    preloaded.catch(() => {}); // awaited, and its failure handled, only by a stream of the hit
+    // An entry filled without the check cannot answer it: asked now, before the query, as without a cache.
+    const recorded = entry.unknownTickers;
+    const checked = q.tickers && recorded === undefined ? await checkTickers() : undefined;
     const fromEntry = (validated: boolean) => {
+      // The same result as when the entry was filled: the same tickers without rows, reported (or
+      // refused) as the first run did.
+      if (checked === undefined && recorded !== undefined) q.tickers?.report(recorded);
       this.#emit({
         type: 'hit',
         key,
@@ -121,6 +155,8 @@ export class ResultCache {
           lastDateUpdated: entry.lastDateUpdated,
         },
         entry,
+        checked ?? recorded,
+        preloaded,
       );
     };
     const maxAge = this.options.maxAge;
@@ -131,7 +167,9 @@ export class ResultCache {
       handleDiffers(handle, entry) ?? (await this.#pageDiffers(client, datasetId, handle, entry, q.signal));
     if (reason === undefined) return fromEntry(true);
     this.#emit({ type: 'stale', key, datasetId, reason });
-    return wrap(await q.fetch(handle), undefined);
+    // The result changed, and which tickers the dataset carries may have too: asked again.
+    const unknown = checked ?? (await checkTickers());
+    return wrap(await q.fetch(handle), undefined, unknown);
   }
 
   /** The entry's header, or `undefined` (no entry, or one that can never be served: removed). */

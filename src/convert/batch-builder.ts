@@ -1,5 +1,5 @@
 /**
- * Wire rows → Arrow RecordBatches, column by column into hand-filled typed arrays (see accumulators.ts).
+ * Wire rows → Arrow RecordBatches, column by column into hand-filled typed arrays (see columns/).
  * One builder serves one result stream: appending pages in order and flushing whenever a batch is due.
  * Dictionary columns keep one growing dictionary over the builder's life, which is what lets the IPC
  * writers emit every flushed batch (deltas, never replacements): do not mix batches of two builders of
@@ -10,8 +10,8 @@ import { makeData, RecordBatch, type Schema, Struct } from 'apache-arrow';
 import { DecodeError, type PageRef, safeRepr } from '../core/errors.js';
 import { invalid } from '../core/validate.js';
 import type { WireValue } from '../core/wire.js';
-import { accumulatorFor, type ColumnAccumulator, type WireRows } from './accumulators.js';
 import type { DecodedColumns } from './column-data.js';
+import { accumulatorFor, type ColumnAccumulator, type WireRows } from './columns/index.js';
 import type { ColumnPlan } from './plan.js';
 import { buildSchema } from './schema.js';
 import { invalidValue, isValidFor } from './values.js';

@@ -18,6 +18,11 @@ export function invalid(argument: string, what: string, value: unknown, hint = '
   );
 }
 
+/** A range as messages say it: ">= 1" when `max` is the type's own bound, else "from 0 to 65535". */
+function range(min: number, max: number, unbounded: number): string {
+  return max === unbounded ? `>= ${min}` : `from ${min} to ${max}`;
+}
+
 /** An integer from `min` to `max` (inclusive): "an integer >= 1", "an integer from 0 to 65535". */
 export function checkInteger(
   value: unknown,
@@ -26,8 +31,7 @@ export function checkInteger(
   max = Number.MAX_SAFE_INTEGER,
 ): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
-    throw invalid(argument, `an integer ${range}`, value);
+    throw invalid(argument, `an integer ${range(min, max, Number.MAX_SAFE_INTEGER)}`, value);
   }
   return value;
 }
@@ -70,4 +74,49 @@ export function checkSignal(value: unknown, argument = 'signal'): AbortSignal | 
   if (value !== undefined && !(value instanceof AbortSignal))
     throw invalid(argument, 'an AbortSignal', value);
   return value;
+}
+
+/** A finite number from `min` to `max` (inclusive): "a finite number >= 0", "a finite number from 0 to 1". */
+export function checkNumber(
+  value: unknown,
+  argument: string,
+  min: number,
+  max = Number.POSITIVE_INFINITY,
+): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
+    throw invalid(argument, `a finite number ${range(min, max, Number.POSITIVE_INFINITY)}`, value);
+  }
+  return value;
+}
+
+/** `true` or `false`, or `fallback` when the option is not given. */
+export function optionalBoolean(value: unknown, argument: string, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw invalid(argument, 'a boolean', value);
+  return value;
+}
+
+/** An object that is not `null` nor an array (an options bag, a query body). */
+export function checkObject<T>(value: T, argument: string, what = 'an object'): T & object {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw invalid(argument, what, value);
+  return value;
+}
+
+/** An array with at least one element. */
+export function checkNonEmptyArray(value: unknown, argument: string): unknown[] {
+  if (!Array.isArray(value) || value.length === 0) throw invalid(argument, 'a non-empty array', value);
+  return value;
+}
+
+/**
+ * The error for `value` not being `what`, where the value may be a secret (an API key, a token passed
+ * where a function was expected): the message says its type and never shows it.
+ */
+export function invalidSecret(argument: string, what: string, value: unknown): InvalidArgumentError {
+  const type = value === null ? 'null' : typeof value;
+  return new InvalidArgumentError(
+    argument,
+    `Expected \`${argument}\` to be ${what}, got a value not shown (${type})`,
+  );
 }

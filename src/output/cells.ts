@@ -17,13 +17,56 @@ export type CellReader = (index: number) => Cell;
 
 const MS_PER_DAY = 86_400_000;
 
+/** Days since 1970-01-01 of 0000-01-01 and of 9999-12-31: the years `toISOString` writes with 4 digits. */
+const FIRST_DAY = -719_528;
+const LAST_DAY = 2_932_896;
+const PAD2 = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
+const PAD3 = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
+
+// The last day formatted: a column's dates and timestamps come in runs of the same day.
+let lastDay = Number.NaN;
+let lastDayText = '';
+
+/**
+ * `YYYY-MM-DD` of a day of years 0 to 9999 (H. Hinnant's civil_from_days), as `toISOString` writes it:
+ * ~5x faster than a `Date` per value, which was most of a CSV's dates and timestamps.
+ */
+function civilDate(days: number): string {
+  if (days === lastDay) return lastDayText;
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const doe = z - era * 146_097;
+  const yoe = Math.floor(
+    (doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365,
+  );
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  lastDay = days;
+  lastDayText = `${String(year).padStart(4, '0')}-${PAD2[month]}-${PAD2[day]}`;
+  return lastDayText;
+}
+
 /** `YYYY-MM-DD` of a day count since 1970-01-01 (UTC, proleptic Gregorian). */
 export function isoDate(days: number): string {
+  if (Number.isInteger(days) && days >= FIRST_DAY && days <= LAST_DAY) return civilDate(days);
   return isoTimestamp(days * MS_PER_DAY).slice(0, 10);
 }
 
 /** ISO-8601 UTC with milliseconds, as `Date#toJSON` writes it; out-of-range values keep their number. */
 export function isoTimestamp(ms: number): string {
+  if (Number.isInteger(ms) && ms >= FIRST_DAY * MS_PER_DAY && ms < (LAST_DAY + 1) * MS_PER_DAY) {
+    const days = Math.floor(ms / MS_PER_DAY);
+    let rest = ms - days * MS_PER_DAY;
+    const hours = Math.floor(rest / 3_600_000);
+    rest -= hours * 3_600_000;
+    const minutes = Math.floor(rest / 60_000);
+    rest -= minutes * 60_000;
+    const seconds = Math.floor(rest / 1000);
+    return `${civilDate(days)}T${PAD2[hours]}:${PAD2[minutes]}:${PAD2[seconds]}.${PAD3[rest - seconds * 1000]}Z`;
+  }
   const d = new Date(ms);
   return Number.isNaN(d.getTime()) ? String(ms) : d.toISOString();
 }
@@ -48,7 +91,7 @@ function withNulls(data: Data, read: CellReader): CellReader {
 // Decoded dictionaries, by dictionary vector: a few hundred tickers are decoded once per batch, not per row.
 const decodedDictionaries = new WeakMap<Vector, readonly Cell[]>();
 
-function dictionaryCells(dictionary: Vector): readonly Cell[] {
+export function dictionaryCells(dictionary: Vector): readonly Cell[] {
   let cells = decodedDictionaries.get(dictionary);
   if (!cells) {
     const type = dictionary.type as DataType;

@@ -12,7 +12,8 @@
 import { Transform } from 'node:stream';
 import type { RecordBatch } from 'apache-arrow';
 import { invalid } from '../core/validate.js';
-import { type Cell, cellReaders } from './cells.js';
+import type { Cell } from './cells.js';
+import { csvLineBytes } from './csv-columns.js';
 
 export interface CsvOptions {
   /** Write the header line of column ids. @default true */
@@ -29,17 +30,6 @@ export function csvField(cell: Cell): string {
   return text;
 }
 
-function csvLines(batch: RecordBatch): string {
-  const readers = cellReaders(batch);
-  const lines: string[] = new Array(batch.numRows);
-  const fields: string[] = new Array(readers.length);
-  for (let row = 0; row < batch.numRows; row++) {
-    for (let c = 0; c < readers.length; c++) fields[c] = csvField(readers[c]!(row));
-    lines[row] = fields.join(',');
-  }
-  return lines.length ? `${lines.join('\r\n')}\r\n` : '';
-}
-
 export function toCsv(options: CsvOptions = {}): Transform {
   const header = options.header ?? true;
   if (typeof header !== 'boolean') {
@@ -51,11 +41,11 @@ export function toCsv(options: CsvOptions = {}): Transform {
     readableObjectMode: false,
     transform(batch: RecordBatch, _encoding, callback) {
       try {
-        let text = '';
-        if (first && header) text = `${batch.schema.fields.map((f) => csvField(f.name)).join(',')}\r\n`;
+        const head =
+          first && header ? `${batch.schema.fields.map((f) => csvField(f.name)).join(',')}\r\n` : '';
         first = false;
-        text += csvLines(batch);
-        callback(null, text ? Buffer.from(text, 'utf8') : undefined);
+        const bytes = csvLineBytes(batch, csvField, head);
+        callback(null, bytes.length > 0 ? bytes : undefined);
       } catch (err) {
         callback(err as Error);
       }

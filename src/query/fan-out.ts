@@ -16,7 +16,8 @@
 import type { Table } from 'apache-arrow';
 import type { DatasetClient } from '../client.js';
 import { abortReason } from '../core/abortable.js';
-import { AbortError, InvalidArgumentError, safeRepr } from '../core/errors.js';
+import { AbortError } from '../core/errors.js';
+import { checkNonEmptyArray, checkObject, invalid, optionalInteger } from '../core/validate.js';
 import type { QueryBody } from '../core/wire.js';
 import { checkDatasetId, checkTicker } from '../transport/validate.js';
 import type { QueryResult } from './query-result.js';
@@ -49,28 +50,16 @@ interface Pair {
 }
 
 function normalize(options: QueryEachOptions): { pairs: Pair[]; concurrency: number } {
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError('options', `Expected an object, got ${safeRepr(options)}`);
-  }
-  for (const name of ['datasets', 'tickers'] as const) {
-    if (!Array.isArray(options[name]) || options[name].length === 0) {
-      throw new InvalidArgumentError(name, `Expected a non-empty array, got ${safeRepr(options[name])}`);
-    }
-  }
+  checkObject(options, 'options');
+  for (const name of ['datasets', 'tickers'] as const) checkNonEmptyArray(options[name], name);
   const datasets = [...new Set(options.datasets.map((d) => checkDatasetId(d, 'datasets')))];
   const tickers = [...new Set(options.tickers.map((t) => checkTicker(t, 'tickers')))];
-  const concurrency = options.concurrency ?? 8;
-  if (!Number.isInteger(concurrency) || concurrency < 1) {
-    throw new InvalidArgumentError(
-      'concurrency',
-      `Expected an integer >= 1, got ${safeRepr(concurrency)} (${typeof concurrency})`,
-    );
-  }
+  const concurrency = optionalInteger(options.concurrency, 'concurrency', 1, 8);
   if (
     options.body !== undefined &&
     (typeof options.body !== 'object' || options.body === null || 'tickers' in options.body)
   ) {
-    throw new InvalidArgumentError('body', 'Expected an object without `tickers` (pass them as `tickers`)');
+    throw invalid('body', 'an object without `tickers` (pass them as `tickers`)', options.body);
   }
   normalizeStreamOptions(options.stream ?? {});
   return {

@@ -5,7 +5,8 @@
  * request per distinct ticker. That is why it is opt-in in the library (`checkTickers`) and done by the
  * CLI, which talks to a person: a few requests, run a few at a time, against a silent wrong answer.
  */
-import { InvalidArgumentError, safeRepr } from '../core/errors.js';
+import { InvalidArgumentError } from '../core/errors.js';
+import { invalid } from '../core/validate.js';
 import type { CallOptions, EndpointClient } from '../transport/endpoints.js';
 
 /** `'warn'`: a process warning (code `DQS_UNKNOWN_TICKERS`) and the query goes on; `'error'`: it is refused. */
@@ -58,30 +59,45 @@ export function normalizeCheckTickers(value: unknown): CheckTickersMode | undefi
   if (value === undefined || value === false) return undefined;
   if (value === true) return 'warn';
   if (value === 'warn' || value === 'error') return value;
-  throw new InvalidArgumentError(
-    'checkTickers',
-    `Expected \`checkTickers\` to be true, false, 'warn' or 'error', got ${safeRepr(value)} (${typeof value})`,
-  );
+  throw invalid('checkTickers', "true, false, 'warn' or 'error'", value);
 }
 
 /**
- * The library's `checkTickers`: before a query is created, asks which of its tickers the dataset lacks;
- * `'warn'` emits a process warning naming them, `'error'` throws an `InvalidArgumentError` (`tickers`).
+ * A query's ticker check as the client runs it: `run()` asks the service (one request per distinct
+ * ticker), `report()` acts on the answer. They are apart so that a cached result can `report()` the
+ * answer its entry recorded when it was filled, without asking again (cache/result-cache.ts).
  */
-export async function checkQueryTickers(
+export interface TickerCheck {
+  readonly run: () => Promise<string[]>;
+  /** Warns about, or refuses, the `unknown` tickers; does nothing when there are none. */
+  readonly report: (unknown: readonly string[]) => void;
+}
+
+/**
+ * The library's `checkTickers` for one query, or `undefined` when there is nothing to check: `'warn'`
+ * emits a process warning naming the unknown tickers, `'error'` throws an `InvalidArgumentError`
+ * (`tickers`); `onUnknown` (the CLI's wording) replaces both.
+ */
+export function tickerCheck(
   client: EndpointClient,
   datasetId: string,
   tickers: readonly string[] | undefined,
-  mode: CheckTickersMode,
+  mode: CheckTickersMode | undefined,
+  onUnknown: ((unknown: readonly string[]) => void) | undefined,
   options: CallOptions = {},
-): Promise<void> {
-  if (!tickers?.length) return;
-  const unknown = await unknownTickers(client, datasetId, tickers, options);
-  if (unknown.length === 0) return;
-  const message = unknownTickersMessage(datasetId, unknown, new Set(tickers).size);
-  if (mode === 'error') throw new InvalidArgumentError('tickers', message);
-  process.emitWarning(`${message}: the result has no rows for ${unknown.length === 1 ? 'it' : 'them'}`, {
-    code: 'DQS_UNKNOWN_TICKERS',
-    detail: `unknown: ${unknown.join(', ')}`,
-  });
+): TickerCheck | undefined {
+  if (mode === undefined || !tickers?.length) return undefined;
+  return {
+    run: () => unknownTickers(client, datasetId, tickers, options),
+    report(unknown) {
+      if (unknown.length === 0) return;
+      if (onUnknown) return onUnknown(unknown);
+      const message = unknownTickersMessage(datasetId, unknown, new Set(tickers).size);
+      if (mode === 'error') throw new InvalidArgumentError('tickers', message);
+      process.emitWarning(`${message}: the result has no rows for ${unknown.length === 1 ? 'it' : 'them'}`, {
+        code: 'DQS_UNKNOWN_TICKERS',
+        detail: `unknown: ${unknown.join(', ')}`,
+      });
+    },
+  };
 }

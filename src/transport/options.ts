@@ -1,8 +1,8 @@
 import { constants as bufferConstants } from 'node:buffer';
 import type { Dispatcher } from 'undici';
-import { InvalidArgumentError, safeRepr } from '../core/errors.js';
+import { InvalidArgumentError } from '../core/errors.js';
 import { registerSecret } from '../core/redact.js';
-import { checkInteger, invalid, optionalInteger } from '../core/validate.js';
+import { checkInteger, invalid, invalidSecret, optionalInteger } from '../core/validate.js';
 import { API_VERSION } from '../core/wire.js';
 import { type ContentCoding, isSupportedCoding, SUPPORTED_CODINGS } from './content-encoding.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limiter.js';
@@ -102,9 +102,10 @@ function normalizeCompression(value: unknown): NormalizedCompression {
   if (Array.isArray(value) && value.length > 0 && value.every(isSupportedCoding)) {
     return { mode: 'always', acceptEncoding: [...new Set(value)].join(', ') };
   }
-  throw new InvalidArgumentError(
+  throw invalid(
     'compression',
-    `Expected true, false, 'auto' or a non-empty list of ${SUPPORTED_CODINGS.map((c) => `'${c}'`).join(', ')}, got ${safeRepr(value)} (${Array.isArray(value) ? 'array' : typeof value})`,
+    `true, false, 'auto' or a non-empty list of ${SUPPORTED_CODINGS.map((c) => `'${c}'`).join(', ')}`,
+    value,
   );
 }
 
@@ -150,20 +151,15 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
   baseUrl.search = '';
   baseUrl.hash = '';
 
+  // A token passed as a string instead of a function is a secret all the same: never shown.
   if (options.token !== undefined && typeof options.token !== 'function') {
-    throw new InvalidArgumentError(
-      'token',
-      `Expected a function returning the token, got ${typeof options.token}`,
-    );
+    throw invalidSecret('token', 'a function returning the token', options.token);
   }
   const apiKey = options.apiKey ?? process.env.DQS_API_KEY;
   // The key travels in a header: anything but printable ASCII would be refused by undici on every
   // request (as a network error, retried in vain). The message never shows the key.
   if (apiKey !== undefined && (typeof apiKey !== 'string' || !/^[\x20-\x7e]*$/.test(apiKey))) {
-    throw new InvalidArgumentError(
-      'apiKey',
-      `Expected a string of printable ASCII characters, got ${typeof apiKey === 'string' ? 'other characters (not shown)' : typeof apiKey}`,
-    );
+    throw invalidSecret('apiKey', 'a string of printable ASCII characters', apiKey);
   }
   if (
     baseUrl.protocol === 'http:' &&

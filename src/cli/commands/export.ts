@@ -175,14 +175,13 @@ export const exportCommand: Command = {
     progress.stop();
     const ms = performance.now() - started;
     if (json) printJson(ctx.io.stdout, summaryJson(result, dataset!, ms));
-    ctx.info(summaryLine(result, ms));
+    ctx.info(`${summaryLine(result, ms)}${fromCache()}`);
     if (malformed > 0 && flag(v, 'strict')) {
       ctx.warn(
         `--strict: ${count(malformed)} malformed ticker${malformed === 1 ? ' was' : 's were'} skipped`,
       );
       return ExitCode.protocol;
     }
-    ctx.info(`${summaryLine(result, ms)}${fromCache()}`);
     return ExitCode.ok;
   },
 };

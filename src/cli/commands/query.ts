@@ -3,8 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import type { RecordBatch } from 'apache-arrow';
 import { SafeFile } from '../../core/safe-file.js';
 import type { StreamOptions } from '../../query/stream-options.js';
-import { unknownTickers, unknownTickersMessage } from '../../tickers/coverage.js';
-import type { EndpointClient } from '../../transport/endpoints.js';
+import { unknownTickersMessage } from '../../tickers/coverage.js';
 import { choice, decoderFromEnv, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { CACHE_OPTIONS } from '../connection.js';
@@ -110,7 +109,6 @@ export const queryCommand: Command = {
     const target = out === '-' ? undefined : await createTarget(out);
     try {
       const { client } = await ctx.connect();
-      await checkTickers(client, dataset!, tickers, flag(v, 'strict-tickers'), ctx);
       const fromCache = cacheNote(client, ctx.debug);
       const [stages, progress] = await Promise.all([
         writerFor(format),
@@ -119,6 +117,9 @@ export const queryCommand: Command = {
       const stream = client.stream(dataset!, tickers.length ? { tickers } : {}, {
         ...options,
         signal: ctx.signal,
+        // Inside the query, so that a cache hit answers it from its entry instead of asking again.
+        checkTickers: 'warn',
+        onUnknownTickers: unknownTickersReport(dataset!, tickers, flag(v, 'strict-tickers'), ctx),
       });
       let truncated = false;
       let pages = 0;
@@ -182,25 +183,24 @@ export const queryCommand: Command = {
 
 /**
  * The service answers a ticker the dataset lacks with no rows, so a typo (`nyse:ibm` in job_listings)
- * would look like success: say so on stderr, naming them, or refuse with --strict-tickers. One small
- * request per distinct ticker (tickers/coverage.ts).
+ * would look like success: say so on stderr, naming them, or refuse with --strict-tickers. The library
+ * asks (one small request per distinct ticker, tickers/coverage.ts) before creating the query; on a
+ * cache hit the entry's record of the first run's answer is reported instead (docs/cache.md).
  */
-export async function checkTickers(
-  client: EndpointClient,
+function unknownTickersReport(
   dataset: string,
   tickers: readonly string[],
   strict: boolean,
   ctx: CommandContext,
-): Promise<void> {
-  if (tickers.length === 0) return;
-  const unknown = await unknownTickers(client, dataset, tickers, { signal: ctx.signal });
-  if (unknown.length === 0) return;
-  const message = unknownTickersMessage(dataset, unknown, new Set(tickers).size);
-  if (strict) throw new UsageError(`${message} (--strict-tickers)`);
-  const them = unknown.length === 1 ? 'it' : 'them';
-  ctx.info(
-    `warning: ${message}: the file will have no rows for ${them}; --strict-tickers makes this an error`,
-  );
+): (unknown: readonly string[]) => void {
+  return (unknown) => {
+    const message = unknownTickersMessage(dataset, unknown, new Set(tickers).size);
+    if (strict) throw new UsageError(`${message} (--strict-tickers)`);
+    const them = unknown.length === 1 ? 'it' : 'them';
+    ctx.info(
+      `warning: ${message}: the file will have no rows for ${them}; --strict-tickers makes this an error`,
+    );
+  };
 }
 
 async function createTarget(out: string): Promise<SafeFile> {
