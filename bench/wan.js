@@ -115,7 +115,9 @@ const SCENARIOS = [
 const selected = SCENARIOS.filter(
   (s) =>
     (values.only
-      ? values.only.split(',').some((o) => (o.endsWith('$') ? s.name === o.slice(0, -1) : s.name.startsWith(o)))
+      ? values.only
+          .split(',')
+          .some((o) => (o.endsWith('$') ? s.name === o.slice(0, -1) : s.name.startsWith(o)))
       : true) && !(quick && s.slow),
 );
 const rounds = (s) => s.rounds ?? Number(values.rounds ?? (quick ? 1 : 3));
