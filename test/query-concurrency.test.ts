@@ -124,12 +124,14 @@ describe('AdaptiveConcurrency', () => {
     const cap = 6;
     const run = simulate(new AdaptiveConcurrency(), { ...wan, refuses: (n) => n > cap }, 400);
     const fixed = simulate(new FixedConcurrency(cap), { ...wan, refuses: (n) => n > cap }, 400);
-    // Startup overshoots (8 in flight; its refused requests, retried together after their Retry-After,
-    // are refused once more); then a probe above the ceiling once in 32 rounds (~11 s here), each refused
-    // one doubling the wait. Probing every 8 rounds cost 15 refusals and 1.10x the fixed 6's time.
-    expect(run.refusedAt.length).toBeLessThanOrEqual(10);
-    expect(run.refusedAt.filter((t) => t > 2000).length).toBeLessThanOrEqual(2);
-    expect(run.finishedAt / fixed.finishedAt).toBeLessThan(1.08);
+    // Startup overshoots (2 -> 4 -> 8 in flight; its refused requests, retried together after their
+    // Retry-After, are refused once more); then a probe above the ceiling once in 32 rounds (~12 s here),
+    // each refused one doubling the wait. Here: 11 refusals (5 + 3 of startup, 3 of the one probe) and
+    // 1.09x the fixed 6's time, of which one round (350 ms) is the doubling startup's extra round against
+    // quadrupling (9 refusals, 1.06x), which overshot on loopback. Probing every 8 rounds cost 15 and 1.10x.
+    expect(run.refusedAt.length).toBeLessThanOrEqual(11);
+    expect(run.refusedAt.filter((t) => t > 2000).length).toBeLessThanOrEqual(3);
+    expect(run.finishedAt / fixed.finishedAt).toBeLessThan(1.1);
   });
 
   it('recovers once the service accepts more again', () => {

@@ -23,7 +23,7 @@ export interface StreamOptions {
   readonly pageSize?: number | 'auto';
   /**
    * Page requests at once. `'auto'` measures and adapts (see docs/performance.md): it starts at 2, grows
-   * x4 per round while the delivery rate grows, then keeps the bandwidth-delay product in flight; it
+   * x2 per round while the delivery rate grows, then keeps the bandwidth-delay product in flight; it
    * steps back on 429/503 and timeouts, and when latency climbs without a throughput gain; every `'auto'` stream of one client shares one such limit, so many queries together
    * do not exceed what the service accepts. A number fixes it (halved on a 429, earned back as pages succeed).
    * @default 'auto'
