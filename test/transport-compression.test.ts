@@ -255,14 +255,14 @@ describe('compressed transfer', () => {
     }
   });
 
-  it("'auto' asks the first result page compressed and the second plain, JSON answers always", async () => {
+  it("'auto' asks the first result page plain and the second compressed, JSON answers always", async () => {
     const { emu, client } = await pair();
     const result = await client.query('job_listings', {}, STREAM_READS);
     await result.toTable({ pageSize: 300, concurrency: 1 });
     const gets = emu.requests.filter(isPage).map((r) => r.acceptEncoding);
     expect(gets.length).toBe(10);
-    expect(gets[0]).toBe(SUPPORTED_CODINGS.join(', '));
-    expect(gets[1]).toBe('identity');
+    expect(gets[0]).toBe('identity');
+    expect(gets[1]).toBe(SUPPORTED_CODINGS.join(', '));
     // JSON answers always ask: they are small, and a front end may compress them anyway.
     const json = emu.requests.filter((r) => !isPage(r)).map((r) => r.acceptEncoding);
     expect(new Set(json)).toEqual(new Set([SUPPORTED_CODINGS.join(', ')]));
@@ -281,26 +281,33 @@ describe('compressed transfer', () => {
       }
       return asked;
     };
-    // A slow link: compressed 12 ms/MB against 80 plain.
+    // A slow link: compressed 12 ms/MB against 80 plain. The first two measurements differ by more than
+    // 4x: the first retry of plain comes after 64 pages, not 16.
     const slow = run(12, 80, 500);
-    expect(slow.slice(0, 2)).toEqual([true, false]);
+    expect(slow.slice(0, 2)).toEqual([false, true]);
     const plainPages = slow.map((on, i) => (on ? -1 : i)).filter((i) => i >= 0);
-    expect(plainPages).toEqual([1, 17, 81, 337]);
+    expect(plainPages).toEqual([0, 65, 321]);
+    // A loser within 4x at first is retried at the usual gaps (16, then x4 as it lost by more than 2x).
+    const mid = run(12, 36, 500);
+    expect(mid.map((on, i) => (on ? -1 : i)).filter((i) => i >= 0)).toEqual([0, 17, 81, 337]);
     // Loopback, where compressing costs more than it saves: plain, with rare compressed tries.
     // The loser was within 2x: retried at gaps doubling from 16.
     const fast = run(3, 2, 500);
-    expect(fast.map((on, i) => (on ? i : -1)).filter((i) => i >= 0)).toEqual([0, 17, 49, 113, 241, 497]);
+    expect(fast.map((on, i) => (on ? i : -1)).filter((i) => i >= 0)).toEqual([1, 17, 49, 113, 241, 497]);
+    // Compression a clear loss (a server whose gzip is slow): retried after 64 pages, then 256.
+    const clearLoss = run(20, 2, 500);
+    expect(clearLoss.map((on, i) => (on ? i : -1)).filter((i) => i >= 0)).toEqual([1, 65, 321]);
     // A plain page measured before any compressed one (a fast link: the compressed one is slow on the
     // way, or failed) asks plain, with one compressed page every 8 requests until one is measured: no
     // burst of compressed pages on loopback, and compression is not locked out.
     const early = new CompressionChoice();
-    expect([early.next(), early.next(), early.next()]).toEqual([true, false, true]);
+    expect([early.next(), early.next(), early.next()]).toEqual([false, true, true]);
     early.record(false, 4_000_000, 400);
     const next8 = Array.from({ length: 8 }, () => early.next());
     expect(next8).toEqual([false, false, false, false, false, false, false, true]);
     // On a slow link the compressed page comes back first: compressed pages, and one plain try.
     const slowFirst = new CompressionChoice();
-    expect([slowFirst.next(), slowFirst.next()]).toEqual([true, false]);
+    expect([slowFirst.next(), slowFirst.next()]).toEqual([false, true]);
     slowFirst.record(true, 4_000_000, 40);
     expect(Array.from({ length: 4 }, () => slowFirst.next())).toEqual([true, true, true, true]);
     early.record(true, 4_000_000, 100);
