@@ -14,7 +14,8 @@ import { ResultCache } from './cache/result-cache.js';
 import { ProtocolError, ResponseTooLargeError } from './core/errors.js';
 import { optionalInteger } from './core/validate.js';
 import { type FieldDescriptor, MediaType, type QueryBody, type QueryHandle, ROW_CAP } from './core/wire.js';
-import { parseTablePage } from './decode/table-json.js';
+import { envelopeOf, parseTablePage } from './decode/table-json.js';
+import { readTableEnvelope } from './decode/table-json-fast.js';
 import { AdaptiveConcurrency } from './query/concurrency.js';
 import type { PageRange } from './query/page-plan.js';
 import { checkRowLimit } from './query/page-plan.js';
@@ -30,7 +31,7 @@ import {
 import { createAndWait, type WaitOptions, waitForQuery } from './query/wait.js';
 import { type CheckTickersMode, normalizeCheckTickers, tickerCheck } from './tickers/coverage.js';
 import { type CallOptions, EndpointClient } from './transport/endpoints.js';
-import type { HttpResponse } from './transport/http.js';
+import { bodyText, type HttpResponse } from './transport/http.js';
 import type { ClientOptions } from './transport/options.js';
 import { checkDatasetId, checkQueryId } from './transport/validate.js';
 
@@ -246,7 +247,7 @@ export class DatasetClient extends EndpointClient {
     // A small result is read whole (it is the stream's only page); a large one gives one row for its
     // descriptors, as does a small one whose single page would exceed `maxResponseBytes`.
     let limit = known.total <= options.firstPageRows ? Math.max(1, known.total) : 1;
-    let read: { response: HttpResponse; text: string };
+    let read: { response: HttpResponse; bytes: Buffer };
     try {
       read = await this.#readFirst(datasetId, queryId, limit, options.signal);
     } catch (err) {
@@ -254,9 +255,12 @@ export class DatasetClient extends EndpointClient {
       limit = 1;
       read = await this.#readFirst(datasetId, queryId, limit, options.signal);
     }
-    const { response, text } = read;
+    const { response, bytes } = read;
     const range: PageRange = { start: 1, limit };
-    const page = parseTablePage(text, range);
+    // The envelope from the bytes, rows counted but not parsed (the stream decodes them once, from these
+    // same bytes); anything unusual takes the reference parse, which gives the same or the right error.
+    const page =
+      readTableEnvelope(bytes) ?? envelopeOf(parseTablePage(bodyText(bytes, response.info), range));
     if (page.total !== known.total) {
       throw new ProtocolError(
         `the result's total changed from ${known.total} to ${page.total} between the query and its first page`,
@@ -272,23 +276,21 @@ export class DatasetClient extends EndpointClient {
         .map((f) => f.trim())
         .filter((f) => f.length > 0);
     }
-    const lastDateUpdated = page.last_date_updated;
-    if (limit === 1 || page.rows.length === 0)
-      return { fields: page.fields, page: undefined, lastDateUpdated };
-    const body = Buffer.from(text, 'utf8');
-    const served: PageRange = { start: 1, limit: Math.min(limit, page.rows.length) };
+    const lastDateUpdated = page.lastDateUpdated;
+    if (limit === 1 || page.rowCount === 0) return { fields: page.fields, page: undefined, lastDateUpdated };
+    const served: PageRange = { start: 1, limit: Math.min(limit, page.rowCount) };
     const open = async (asked: PageRange, signal: AbortSignal): Promise<HttpResponse> => {
       // The stream asks for exactly the range kept (or, after a short page, the rest: a real GET).
       if (asked.start !== served.start || asked.limit !== served.limit) {
         return this.openPage(datasetId, queryId, { ...asked, signal, retry: false });
       }
-      return replay(body, response);
+      return replay(bytes, response);
     };
     return { fields: page.fields, page: { range: served, open }, lastDateUpdated };
   }
 
   #readFirst(datasetId: string, queryId: string, limit: number, signal: AbortSignal | undefined) {
-    return this.http.text({
+    return this.http.bytes({
       method: 'GET',
       segments: ['datasets', checkDatasetId(datasetId), 'query', checkQueryId(queryId)],
       query: { start: 1, limit },

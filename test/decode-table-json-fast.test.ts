@@ -17,7 +17,8 @@ import {
 import { DecodeError, InvalidValueError } from '../src/core/errors.js';
 import type { WireValue } from '../src/core/wire.js';
 import { parseTablePage } from '../src/decode/index.js';
-import { FastTableDecoder } from '../src/decode/table-json-fast.js';
+import { envelopeOf } from '../src/decode/table-json.js';
+import { FastTableDecoder, readTableEnvelope } from '../src/decode/table-json-fast.js';
 import { DATASETS } from '../src/emulator/datasets/index.js';
 import { field, trickyText, wireDate, wireTimestamp } from './convert-fixtures.js';
 import { allOf, ipcBytes, setup } from './helpers.js';
@@ -336,4 +337,94 @@ describe('FastTableDecoder', () => {
       expect(page?.length).toBe(700);
     },
   );
+});
+
+describe('readTableEnvelope', () => {
+  /** The reference envelope, or undefined where `parseTablePage` throws. */
+  const referenceEnvelope = (bytes: Buffer) => {
+    try {
+      return envelopeOf(parseTablePage(bytes.toString('utf8'), where));
+    } catch (error) {
+      if (error instanceof DecodeError) return undefined;
+      throw error;
+    }
+  };
+  /** Read from the bytes, it is the reference's envelope, or it declines (never a different one). */
+  const sameOrDeclined = (bytes: Buffer): 'read' | 'declined' => {
+    const got = readTableEnvelope(bytes);
+    const want = referenceEnvelope(bytes);
+    if (want === undefined) {
+      expect(got, 'read an envelope the reference rejects').toBeUndefined();
+      return 'declined';
+    }
+    if (got === undefined) return 'declined';
+    expect(got).toEqual(want);
+    return 'read';
+  };
+
+  it('reads the envelope of fuzzed pages as JSON.parse does, rows counted, not parsed', () => {
+    let read = 0;
+    fc.assert(
+      fc.property(fc.array(row, { maxLength: 30 }), (rows) => {
+        const bytes = Buffer.from(JSON.stringify(envelope(rows)));
+        if (sameOrDeclined(bytes) === 'read') read++;
+      }),
+      { numRuns: 300 },
+    );
+    // Row values of the wrong type are the stream's to report, not the envelope's: all were read.
+    expect(read).toBe(300);
+  });
+
+  it('declines garbled and truncated bodies, never reads a different envelope', () => {
+    const valid = JSON.stringify(
+      envelope([
+        ['nasdaq:aapl', '20240101', '20240101T101010Z', 1.5, true, 'a\nb'],
+        ['nyse:ge', null, null, -2, false, '\u00e9"'],
+      ]),
+    );
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: valid.length }),
+        fc.integer({ min: 0, max: 255 }),
+        fc.constantFrom('cut', 'replace', 'insert'),
+        (at, byte, how) => {
+          const b = Buffer.from(valid);
+          sameOrDeclined(
+            how === 'cut'
+              ? b.subarray(0, at)
+              : how === 'replace'
+                ? Buffer.concat([b.subarray(0, at), Buffer.from([byte]), b.subarray(at + 1)])
+                : Buffer.concat([b.subarray(0, at), Buffer.from([byte]), b.subarray(at)]),
+          );
+        },
+      ),
+      { numRuns: 1500 },
+    );
+  });
+
+  it('declines what JSON.parse reads differently, and what is not a result page', () => {
+    const page = (rows: string, extra = '', f = JSON.stringify(fields)) =>
+      Buffer.from(
+        `{"id":"x","state":"complete","total":5,"count":1,"start":1,"limit":5,${extra}"rows":${rows},"fields":${f}}`,
+      );
+    const ok = '[["nasdaq:aapl","20240101","20240101T101010Z",1,true,"s"]]';
+    expect(readTableEnvelope(page(ok))).toMatchObject({ total: 5, count: 1, start: 1, rowCount: 1 });
+    expect(readTableEnvelope(page('[]'))?.rowCount).toBe(0);
+    for (const bytes of [
+      page(ok, '"rows":[],'), // duplicate member: JSON.parse keeps the last
+      page(ok, '"r\\u006fws":[],'), // an escaped key spelling a member
+      page('[["a"],{"b":1}]'), // a row that is not an array
+      page('[["a"],[01]]'), // not JSON inside a row
+      page('{"a":1}'), // rows not an array
+      page(ok, '', '[{"name":"a"}]'), // a field without an id
+      page(ok, '"total":5.5,').subarray(0), // total not an integer (and a duplicate)
+      Buffer.from(`{"total":5,"count":1,"start":1,"fields":[]}`), // no rows
+      Buffer.concat([page(ok), Buffer.from([0xff])]), // not UTF-8
+      Buffer.from(`\ufeff${page(ok).toString()}`), // BOM
+      Buffer.from('[]'),
+    ]) {
+      expect(readTableEnvelope(bytes)).toBeUndefined();
+      sameOrDeclined(bytes);
+    }
+  });
 });

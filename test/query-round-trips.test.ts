@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { queryRows } from '../src/emulator/index.js';
-import { DatasetClient, MediaType } from '../src/index.js';
+import { DatasetClient, DecodeError, InvalidValueError, MediaType } from '../src/index.js';
 import { setup } from './helpers.js';
 
 const AAPL = { tickers: ['nasdaq:aapl'] };
@@ -119,6 +119,53 @@ describe('round trips', () => {
       expect(await result.toArray()).toEqual([{ a: 'x' }]);
       expect(heads).toHaveLength(2);
       expect(heads[1]! - heads[0]!).toBeGreaterThanOrEqual(950);
+    } finally {
+      await client.close();
+      server.close();
+    }
+  });
+
+  it("the first page's rows are decoded by the stream: a bad one is a typed error naming the page and row", async () => {
+    const id = 'b'.repeat(64);
+    const fields = [
+      { id: 'a', type: 'string' },
+      { id: 'n', type: 'number' },
+    ];
+    // Each body is valid JSON; the first page's envelope is read without its rows as values, so what is
+    // wrong inside a row must still surface, from the stream, not be lost or become a null.
+    const bodies: Record<string, string> = {
+      text: `{"id":"${id}","state":"complete","total":3,"count":3,"start":1,"limit":3,"rows":[["x",1],["y","two"],["z",3]],"fields":${JSON.stringify(fields)}}`,
+      row: `{"id":"${id}","state":"complete","total":3,"count":3,"start":1,"limit":3,"rows":[["x",1],{"a":"y"},["z",3]],"fields":${JSON.stringify(fields)}}`,
+    };
+    let body = '';
+    const server: Server = createServer((req, res) => {
+      if (req.method === 'POST')
+        return res.end(JSON.stringify({ id, state: 'complete', total: 3, formats: [MediaType.table] }));
+      res.writeHead(200, { 'content-type': MediaType.table }).end(body);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const client = new DatasetClient({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    });
+    try {
+      body = bodies.text!;
+      const result = await client.query('x', {});
+      const err = await result.toTable().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(InvalidValueError);
+      expect((err as InvalidValueError).column).toBe('n');
+      expect((err as InvalidValueError).row).toBe(2);
+      expect((err as InvalidValueError).page).toEqual({ start: 1, limit: 3 });
+      // A row that is not an array fails at the query, as a page that is not a result page.
+      body = bodies.row!;
+      const bad = await client.query('x', {}).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(bad).toBeInstanceOf(DecodeError);
+      expect((bad as DecodeError).message).toContain('rows[1] is not an array');
     } finally {
       await client.close();
       server.close();

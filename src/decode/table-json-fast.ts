@@ -20,6 +20,7 @@ import { dateDaysAt, timeOfDayMsAt } from '../convert/dates.js';
 import type { ColumnPlan } from '../convert/plan.js';
 import { toBooleanBit, toDateDays, toNumber, toText, toTimestampMs } from '../convert/values.js';
 import type { PageRef } from '../core/errors.js';
+import type { FieldDescriptor } from '../core/wire.js';
 import {
   BOOLEAN,
   DATE,
@@ -37,6 +38,7 @@ import {
   stringBytesGuess,
   UTF8,
 } from './page-columns.js';
+import type { TableEnvelope } from './table-json.js';
 
 /** A page decoded to columns, with the envelope members the page fetcher checks. */
 export interface FastTablePage extends DecodedColumns {
@@ -974,4 +976,94 @@ function integer(b: Buffer, [s, e]: [number, number]): number {
   const v: unknown = JSON.parse(b.toString('utf8', s, e));
   if (typeof v !== 'number' || !Number.isInteger(v)) throw BAIL;
   return v;
+}
+
+/**
+ * A page's envelope read from its bytes, its rows checked for syntax and counted but never made values:
+ * the query's first page (up to 10,000 rows, read for its descriptors) is then decoded once, by the
+ * stream, instead of by `JSON.parse` too. `undefined` whenever the page is anything but ordinary (not
+ * UTF-8, a syntax error, a duplicate or escaped member name, a member of the wrong shape): the caller
+ * then takes `parseTablePage`, which gives the same envelope or the right `DecodeError`.
+ */
+export function readTableEnvelope(body: Buffer): TableEnvelope | undefined {
+  if (!isUtf8(body)) return undefined;
+  try {
+    return envelope(body);
+  } catch (error) {
+    if (error instanceof Bail || error instanceof RangeError || error instanceof SyntaxError)
+      return undefined;
+    throw error;
+  }
+}
+
+function envelope(b: Buffer): TableEnvelope {
+  let i = skipWs(b, 0);
+  if (b[i] !== 0x7b) throw BAIL;
+  i = skipWs(b, i + 1);
+  if (b[i] === 0x7d) throw BAIL;
+  const members = new Map<string, [number, number]>();
+  let rowCount = -1;
+  for (;;) {
+    if (b[i] !== QUOTE) throw BAIL;
+    const ks = i + 1;
+    const ke = stringEnd(b, ks);
+    for (let k = ks; k < ke; k++) if (b[k] === BACKSLASH) throw BAIL;
+    const key = b.toString('utf8', ks, ke);
+    if (members.has(key)) throw BAIL;
+    i = skipWs(b, ke + 1);
+    if (b[i] !== 0x3a) throw BAIL;
+    i = skipWs(b, i + 1);
+    const s = i;
+    if (key === 'rows') {
+      rowCount = countRows(b, i);
+      i = rowsEnd;
+    } else {
+      i = skipValue(b, i, 0);
+    }
+    members.set(key, [s, i]);
+    i = skipWs(b, i);
+    if (b[i] === COMMA) i = skipWs(b, i + 1);
+    else if (b[i] === 0x7d) break;
+    else throw BAIL;
+  }
+  if (skipWs(b, i + 1) !== b.length || rowCount < 0) throw BAIL;
+  const member = (name: string): unknown => {
+    const at = members.get(name);
+    return at === undefined ? undefined : JSON.parse(b.toString('utf8', at[0], at[1]));
+  };
+  const fields = member('fields');
+  if (!Array.isArray(fields)) throw BAIL;
+  for (const f of fields as unknown[]) {
+    if (typeof f !== 'object' || f === null || Array.isArray(f)) throw BAIL;
+    if (typeof (f as { id?: unknown }).id !== 'string') throw BAIL;
+  }
+  const [total, count, start] = [member('total'), member('count'), member('start')];
+  if (!Number.isInteger(total) || !Number.isInteger(count) || !Number.isInteger(start)) throw BAIL;
+  return {
+    fields: fields as FieldDescriptor[],
+    total: total as number,
+    count: count as number,
+    start: start as number,
+    lastDateUpdated: member('last_date_updated') as string,
+    rowCount,
+  };
+}
+
+/** Counts the rows of the `rows` array at `b[i]`, each an array checked for syntax; its end in `rowsEnd`. */
+function countRows(b: Buffer, i: number): number {
+  if (b[i] !== 0x5b) throw BAIL;
+  i = skipWs(b, i + 1);
+  let n = 0;
+  if (b[i] !== 0x5d) {
+    for (;;) {
+      if (b[i] !== 0x5b) throw BAIL;
+      i = skipWs(b, skipValue(b, i, 1));
+      n++;
+      if (b[i] === COMMA) i = skipWs(b, i + 1);
+      else if (b[i] === 0x5d) break;
+      else throw BAIL;
+    }
+  }
+  rowsEnd = i + 1;
+  return n;
 }

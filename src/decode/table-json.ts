@@ -7,7 +7,7 @@
  */
 
 import { DecodeError, type PageRef, safeRepr } from '../core/errors.js';
-import type { ResultPage } from '../core/wire.js';
+import type { FieldDescriptor, ResultPage } from '../core/wire.js';
 
 function fail(why: string, where: PageRef, cause?: unknown): DecodeError {
   return new DecodeError(
@@ -51,4 +51,30 @@ export function parseTablePage(text: string, where: PageRef): ResultPage {
       throw fail(`${member} is not an integer (${safeRepr(page[member])})`, where);
   }
   return page as unknown as ResultPage;
+}
+
+/**
+ * What a caller that only describes a result needs of a page: its envelope and how many rows it holds,
+ * not the rows as values (the query's first page keeps its bytes for the stream's decoder).
+ */
+export interface TableEnvelope {
+  readonly fields: FieldDescriptor[];
+  readonly total: number;
+  readonly count: number;
+  readonly start: number;
+  /** As sent (the spec says a date string). */
+  readonly lastDateUpdated: string;
+  readonly rowCount: number;
+}
+
+/** The envelope of a page parsed by `parseTablePage` (the reference path). */
+export function envelopeOf(page: ResultPage): TableEnvelope {
+  return {
+    fields: page.fields,
+    total: page.total,
+    count: page.count,
+    start: page.start,
+    lastDateUpdated: page.last_date_updated,
+    rowCount: page.rows.length,
+  };
 }

@@ -380,6 +380,18 @@ export class HttpTransport {
     });
   }
 
+  /** Sends and reads the whole body as bytes (bounded by `maxResponseBytes`), for a caller that keeps them. */
+  async bytes(req: HttpRequest): Promise<{ response: HttpResponse; bytes: Buffer }> {
+    return this.#retrying(req, async () => {
+      const response = await this.#sendChecked(req);
+      try {
+        return { response, bytes: await readBounded(response, this.#options.maxResponseBytes) };
+      } finally {
+        response.done();
+      }
+    });
+  }
+
   get maxResponseBytes(): number {
     return this.#options.maxResponseBytes;
   }
