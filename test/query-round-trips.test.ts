@@ -131,11 +131,12 @@ describe('round trips', () => {
       { id: 'a', type: 'string' },
       { id: 'n', type: 'number' },
     ];
-    // Each body is valid JSON; the first page's envelope is read without its rows as values, so what is
-    // wrong inside a row must still surface, from the stream, not be lost or become a null.
+    // The first page's envelope is read without its rows as values, so what is wrong inside a row must
+    // still surface, from the stream, not be lost or become a null.
     const bodies: Record<string, string> = {
       text: `{"id":"${id}","state":"complete","total":3,"count":3,"start":1,"limit":3,"rows":[["x",1],["y","two"],["z",3]],"fields":${JSON.stringify(fields)}}`,
       row: `{"id":"${id}","state":"complete","total":3,"count":3,"start":1,"limit":3,"rows":[["x",1],{"a":"y"},["z",3]],"fields":${JSON.stringify(fields)}}`,
+      syntax: `{"id":"${id}","state":"complete","total":3,"count":3,"start":1,"limit":3,"rows":[["x",1],["y",02],["z",3]],"fields":${JSON.stringify(fields)}}`,
     };
     let body = '';
     const server: Server = createServer((req, res) => {
@@ -158,6 +159,15 @@ describe('round trips', () => {
       expect((err as InvalidValueError).column).toBe('n');
       expect((err as InvalidValueError).row).toBe(2);
       expect((err as InvalidValueError).page).toEqual({ start: 1, limit: 3 });
+      // Not JSON inside a row: the stream's decoder finds it, a DecodeError naming the page.
+      body = bodies.syntax!;
+      const broken = await (await client.query('x', {})).toTable().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(broken).toBeInstanceOf(DecodeError);
+      expect((broken as DecodeError).message).toContain('not JSON');
+      expect((broken as DecodeError).page).toEqual({ start: 1, limit: 3 });
       // A row that is not an array fails at the query, as a page that is not a result page.
       body = bodies.row!;
       const bad = await client.query('x', {}).then(

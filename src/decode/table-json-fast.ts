@@ -979,19 +979,21 @@ function integer(b: Buffer, [s, e]: [number, number]): number {
 }
 
 /**
- * A page's envelope read from its bytes, its rows checked for syntax and counted but never made values:
- * the query's first page (up to 10,000 rows, read for its descriptors) is then decoded once, by the
- * stream, instead of by `JSON.parse` too. `undefined` whenever the page is anything but ordinary (not
- * UTF-8, a syntax error, a duplicate or escaped member name, a member of the wrong shape): the caller
- * then takes `parseTablePage`, which gives the same envelope or the right `DecodeError`.
+ * A page's envelope read from its bytes, its rows found and counted but never made values: the query's
+ * first page (up to 10,000 rows, read for its descriptors) is then decoded once, by the stream's decoder,
+ * instead of by `JSON.parse` too. The rows are only delimited here (strings skipped with a native search,
+ * brackets counted), not checked: a row the reference would reject fails when the stream decodes it, as a
+ * `DecodeError` or `InvalidValueError` naming the page, exactly as any later page does. `undefined`
+ * whenever the rest is anything but ordinary (not UTF-8, a syntax error outside the rows, a duplicate or
+ * escaped member name, a member of the wrong shape, a row that is not an array): the caller then takes
+ * `parseTablePage`, which gives the same envelope or the right `DecodeError`.
  */
 export function readTableEnvelope(body: Buffer): TableEnvelope | undefined {
   if (!isUtf8(body)) return undefined;
   try {
     return envelope(body);
   } catch (error) {
-    if (error instanceof Bail || error instanceof RangeError || error instanceof SyntaxError)
-      return undefined;
+    if (error instanceof Bail || error instanceof RangeError || error instanceof SyntaxError) return undefined;
     throw error;
   }
 }
@@ -1015,7 +1017,7 @@ function envelope(b: Buffer): TableEnvelope {
     i = skipWs(b, i + 1);
     const s = i;
     if (key === 'rows') {
-      rowCount = countRows(b, i);
+      rowCount = delimitRows(b, i);
       i = rowsEnd;
     } else {
       i = skipValue(b, i, 0);
@@ -1049,21 +1051,46 @@ function envelope(b: Buffer): TableEnvelope {
   };
 }
 
-/** Counts the rows of the `rows` array at `b[i]`, each an array checked for syntax; its end in `rowsEnd`. */
-function countRows(b: Buffer, i: number): number {
+/**
+ * The `rows` array at `b[i]`: its end (in `rowsEnd`) and the number of rows, each of which must open
+ * with `[`. Strings are skipped with `indexOf` (most of a page's bytes), escapes honoured; what lies
+ * between the brackets is left to the decoder.
+ */
+function delimitRows(b: Buffer, i: number): number {
   if (b[i] !== 0x5b) throw BAIL;
-  i = skipWs(b, i + 1);
+  let depth = 0;
   let n = 0;
-  if (b[i] !== 0x5d) {
-    for (;;) {
-      if (b[i] !== 0x5b) throw BAIL;
-      i = skipWs(b, skipValue(b, i, 1));
-      n++;
-      if (b[i] === COMMA) i = skipWs(b, i + 1);
-      else if (b[i] === 0x5d) break;
-      else throw BAIL;
+  const end = b.length;
+  while (i < end) {
+    const c = b[i]!;
+    if (c === QUOTE) {
+      let q = b.indexOf(QUOTE, i + 1);
+      for (;;) {
+        if (q < 0) throw BAIL;
+        let k = q - 1;
+        while (b[k] === BACKSLASH) k--;
+        if ((q - 1 - k) % 2 === 0) break; // an even run of backslashes: the quote is not escaped
+        q = b.indexOf(QUOTE, q + 1);
+      }
+      i = q + 1;
+      continue;
     }
+    if (c === 0x5b || c === 0x7b) {
+      if (depth === 1) {
+        if (c !== 0x5b) throw BAIL;
+        n++;
+      }
+      depth++;
+    } else if (c === 0x5d || c === 0x7d) {
+      if (--depth === 0) {
+        if (c !== 0x5d) throw BAIL;
+        rowsEnd = i + 1;
+        return n;
+      }
+    } else if (depth === 1 && c !== COMMA && !isWs(c)) {
+      throw BAIL; // a row that is not an array
+    }
+    i++;
   }
-  rowsEnd = i + 1;
-  return n;
+  throw BAIL;
 }
