@@ -106,7 +106,9 @@ const contenders = {
     try {
       await pool(job.queries, job.at, async ([dataset, ticker]) => {
         const result = await client.query(dataset, { tickers: [ticker] });
-        rows += (await result.toTable(job.options ?? {})).numRows;
+        // Not `rows += await ...`: that reads `rows` before the await and loses the other queries' counts.
+        const { numRows } = await result.toTable(job.options ?? {});
+        rows += numRows;
       });
       return { rows };
     } finally {
@@ -119,7 +121,8 @@ const contenders = {
     await pool(job.queries, job.at, async ([dataset, ticker]) => {
       const handle = await create(dataset, { tickers: [ticker] });
       if (handle.total === 0) return;
-      rows += (await getJson(dataset, handle.id, 1, 10_000)).rows.length;
+      const page = await getJson(dataset, handle.id, 1, 10_000);
+      rows += page.rows.length;
     });
     return { rows };
   },
