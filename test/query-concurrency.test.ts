@@ -29,7 +29,12 @@ const PAGE = 2_000_000;
  * Reads `pages` pages through the controller. A refused request is answered 429 after 40 ms and, as the
  * client does, asked again after the `Retry-After` (1 s) under the same slot.
  */
-function simulate(controller: AdaptiveConcurrency | FixedConcurrency, service: Service, pages: number): Run {
+function simulate(
+  controller: AdaptiveConcurrency | FixedConcurrency,
+  service: Service,
+  pages: number,
+  consumer: { readonly holds?: (now: number) => boolean } = {},
+): Run {
   let now = 0;
   let started = 0;
   let done = 0;
@@ -56,6 +61,8 @@ function simulate(controller: AdaptiveConcurrency | FixedConcurrency, service: S
       started++;
       send(controller.started(now));
     }
+    // The consumer waits for the next page, unless it is what holds delivery back (pages wait for it).
+    if (!consumer.holds?.(now) && 'starved' in controller) controller.starved();
     events.sort((a, b) => a.at - b.at);
     const event = events.shift()!;
     now = event.at;
@@ -96,6 +103,20 @@ describe('AdaptiveConcurrency', () => {
     // Not parked at the maximum: 17.5 in flight fill the link, more only queue (memory, no gain).
     expect(lastLimit(run)).toBeGreaterThanOrEqual(17);
     expect(lastLimit(run)).toBeLessThanOrEqual(32);
+  });
+
+  it('does not grow while the consumer, not the limit, holds requests back (a client warming up)', () => {
+    // Loopback in a fresh process: one CPU serves the pages one after another, and rounds get faster by
+    // themselves as the code warms up (30 ms a page, then 8). The consumer never waits for a page:
+    // growing would only put pages in flight that wait to be decoded.
+    const controller = new AdaptiveConcurrency();
+    const warming: Service = { duration: (n, now) => n * (now < 300 ? 30 : 8) };
+    const run = simulate(controller, warming, 200, { holds: () => true });
+    // 2, and one step above it when the steady phase probes.
+    expect(maxLimit(run)).toBeLessThanOrEqual(3);
+    // The same service with a consumer that waits for pages: startup takes the faster rounds for the link's.
+    const bound = simulate(new AdaptiveConcurrency(), warming, 200);
+    expect(maxLimit(bound)).toBeGreaterThanOrEqual(4);
   });
 
   it('a fixed 2 on the same link is far slower (the reason for adapting)', () => {

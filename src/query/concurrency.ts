@@ -8,7 +8,10 @@
  *   a paced link latency rises *with* throughput as more requests share the bandwidth, so a latency
  *   gradient stops growing too early. The rule, per round (a round ends when a request started after
  *   it began completes, so it lasts one request latency at the current limit):
- *     1. startup: double the limit while the round's delivery rate grows by >= 15 %; after one round
+ *     1. startup: double the limit while the round's delivery rate grows by >= 15 % and a consumer
+ *        waited for a page in it (as TCP grows only a window that limits the sender, RFC 7661: when pages
+ *        wait for the consumer, a faster round is the client warming up, not the link, and on loopback
+ *        growing on it put 16-32 pages in flight that then waited to be decoded); after one round
  *        without that gain, settle on the bandwidth-delay product measured so far;
  *     2. steady: probe one step (an eighth of the limit, at least 1) up or down each round; keep a step up
  *        only if the rate rose >= 5 %, keep a step down unless the rate fell >= 5 % (latency that climbs
@@ -32,6 +35,8 @@ export interface ConcurrencyController {
   succeeded(seq: number, bytes: number, now: number): void;
   /** The service pushed back; `inFlight` requests held a slot when it did. */
   congested(kind: Congestion, inFlight: number, now: number): void;
+  /** A consumer waited for a page still on its way: the link, not the consumer, holds delivery back. */
+  starved?(now: number): void;
 }
 
 /** A fixed limit, stepped down by the service's pushback and earned back as pages succeed. */
@@ -107,6 +112,8 @@ export class AdaptiveConcurrency implements ConcurrencyController {
   #roundAt: number | undefined;
   #roundSeq = 0;
   #roundBytes = 0;
+  /** Whether a consumer waited for a page during the current round. */
+  #roundStarved = false;
   // What was measured: the lowest request latency, the recent round rates, the mean page size.
   #minLatency = Number.POSITIVE_INFINITY;
   readonly #rates: number[] = [];
@@ -186,10 +193,15 @@ export class AdaptiveConcurrency implements ConcurrencyController {
     this.#newRound(now);
   }
 
+  starved(): void {
+    this.#roundStarved = true;
+  }
+
   #newRound(now: number): void {
     this.#roundAt = now;
     this.#roundSeq = this.#seq;
     this.#roundBytes = 0;
+    this.#roundStarved = false;
   }
 
   /** Requests in flight to keep the measured bandwidth busy: rate x latency / page, with some room. */
@@ -207,7 +219,7 @@ export class AdaptiveConcurrency implements ConcurrencyController {
       if (rate >= this.#startupBest * STARTUP_GAIN) {
         this.#startupBest = rate;
         this.#stalls = 0;
-        this.#limit = this.#clamp(this.#limit * STARTUP_GROWTH);
+        if (this.#roundStarved) this.#limit = this.#clamp(this.#limit * STARTUP_GROWTH);
         return;
       }
       // One round without a gain ends it: the limit just doubled, so a real gain (>= 15 %) would show.

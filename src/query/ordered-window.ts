@@ -122,6 +122,8 @@ export class OrderedWindow<T> {
       if (this.#abort.signal.aborted) throw this.#abort.signal.reason ?? new Error('OrderedWindow cancelled');
       return { done: true, value: undefined };
     }
+    // The consumer waits for the network: the scheduler's controller may grow the limit on that.
+    if (slot.size === undefined) this.#options.scheduler.starved();
     try {
       const value = await slot.promise;
       return { done: false, value };

@@ -59,6 +59,14 @@ export class RequestScheduler {
     return () => this.#listeners.delete(listener);
   }
 
+  /**
+   * A consumer is waiting for a page still on its way: more requests in flight could help (when pages
+   * wait for the consumer instead, they could not), which is what lets the controller grow the limit.
+   */
+  starved(): void {
+    this.#controller.starved?.(this.#now());
+  }
+
   /** Resolves with a slot once one is free; rejects with the signal's reason if aborted first. */
   acquire(signal?: AbortSignal): Promise<Permit> {
     if (signal?.aborted) return Promise.reject(abortReason(signal, 'The page request'));
