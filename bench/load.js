@@ -7,6 +7,12 @@ import { fork } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { parseArgs } from 'node:util';
 
+/** How the probes of the current load ended: a status, `slow` (over 1 s), `timeout` or `error`. */
+const outcomes = new Map();
+function outcome(what) {
+  outcomes.set(what, (outcomes.get(what) ?? 0) + 1);
+}
+
 const { values } = parseArgs({
   options: {
     loads: { type: 'string', default: '0,1,2,3' },
@@ -143,17 +149,24 @@ function probe(url) {
         res.resume();
         res.on('end', () => {
           const ms = performance.now() - t0;
+          outcome(res.statusCode !== 200 ? res.statusCode : ms > 1000 ? 'slow' : 200);
           resolve(res.statusCode === 200 && ms <= 1000 ? ms : Number.POSITIVE_INFINITY);
         });
         res.on('error', () => resolve(Number.POSITIVE_INFINITY));
       },
     );
+    let timedOut = false;
     const timer = setTimeout(() => {
+      timedOut = true;
+      outcome(req.reusedSocket || req.socket?.connecting === false ? 'timeout' : 'timeout before connect');
       req.destroy();
       resolve(Number.POSITIVE_INFINITY);
     }, 1000);
     req.on('close', () => clearTimeout(timer));
-    req.on('error', () => resolve(Number.POSITIVE_INFINITY));
+    req.on('error', () => {
+      if (!timedOut) outcome('error');
+      resolve(Number.POSITIVE_INFINITY);
+    });
     req.end();
   });
 }
@@ -228,6 +241,7 @@ async function main() {
     emulator.send('lag');
     const times = [];
     const probes = [];
+    outcomes.clear();
     while (!done) {
       for (const u of probeUrls) probes.push(probe(u).then((ms) => times.push(ms)));
       await new Promise((r) => setTimeout(r, 250));
@@ -246,7 +260,7 @@ async function main() {
     console.log(`  attack: ${seconds.toFixed(1)} s; answers ${JSON.stringify(counts)}`);
     console.log(
       `  probes: ${failed}/${times.length} failed or > 1 s (${((100 * failed) / Math.max(1, times.length)).toFixed(1)} %), ` +
-        `p50 ${fmt(percentile(sorted, 50))} ms, p99 ${fmt(percentile(sorted, 99))} ms`,
+        `p50 ${fmt(percentile(sorted, 50))} ms, p99 ${fmt(percentile(sorted, 99))} ms; ended ${JSON.stringify(Object.fromEntries(outcomes))}`,
     );
     console.log(
       `  emulator event-loop delay: p50 ${loopLag.p50.toFixed(0)} ms, p99 ${loopLag.p99.toFixed(0)} ms, max ${loopLag.max.toFixed(0)} ms`,

@@ -34,6 +34,7 @@ const base = [
   'json-parse',
   'naive',
   'lib-table',
+  'lib-table-c2',
   'lib-table-jsonparse',
   'lib-rows',
   'rows-naive',
