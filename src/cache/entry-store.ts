@@ -4,7 +4,6 @@
  * (set when written, touched on every hit), which is what least-recently-used eviction sorts by. No
  * index file means nothing to lock and nothing to get out of step with the entries when a process dies.
  */
-import { createHash, type Hash } from 'node:crypto';
 import { open, readdir, rm, stat, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type RecordBatch, RecordBatchReader } from 'apache-arrow';
@@ -12,6 +11,7 @@ import { removeStaleTemps, SafeFile } from '../core/safe-file.js';
 import { ipcEncoder } from '../output/ipc-transform.js';
 import {
   CHECKSUM_BYTES,
+  EntryChecksum,
   type EntryHeader,
   EntryProblem,
   encodePrefix,
@@ -67,7 +67,7 @@ const READ_CHUNK = 4 * 1024 * 1024;
 const READS_IN_FLIGHT = 3;
 
 /**
- * The whole file in one buffer of its own (offset 0, so 8-aligned), and the SHA-256 of all but its last
+ * The whole file in one buffer of its own (offset 0, so 8-aligned), and the checksum of all but its last
  * `CHECKSUM_BYTES`, computed in order while the next chunks are being read: a few reads in flight on the
  * thread pool keep the disk cache's copy going while this thread hashes (one read at a time left this
  * thread idle half the time: 0.82-0.92 s for the 193 MB entry, 0.65-0.67 s with three; `readFile` reads
@@ -79,7 +79,7 @@ async function readWhole(path: string): Promise<{ bytes: Buffer; digest: Buffer 
   try {
     const { size } = await handle.stat();
     const bytes = Buffer.allocUnsafeSlow(size);
-    const hash = createHash('sha256');
+    const hash = new EntryChecksum();
     const hashEnd = Math.max(0, size - CHECKSUM_BYTES);
     const chunks = Math.ceil(size / READ_CHUNK);
     const issue = (i: number) => {
@@ -122,7 +122,7 @@ export async function removeEntry(path: string): Promise<void> {
  */
 export class EntryWriter {
   readonly #file: SafeFile;
-  readonly #hash: Hash = createHash('sha256');
+  readonly #hash = new EntryChecksum();
   readonly #encoder = ipcEncoder('stream');
   #bytes = 0;
 
