@@ -20,7 +20,7 @@ import {
   toArrowIpc,
   type WireValue,
 } from '../src/index.js';
-import { expectRejects, pageGets, setup } from './helpers.js';
+import { expectRejects, FAST_RETRY, pageGets, setup } from './helpers.js';
 
 const SEED = 1;
 
@@ -286,14 +286,18 @@ describe('ResultStream', () => {
   });
 
   it('a failing page ends the stream with a typed error naming the page, after the rows before it', async () => {
-    const { client } = await setup({
-      seed: SEED,
-      rowCap: 1000,
-      fault: (req) =>
-        req.method === 'GET' && req.query.start === '401'
-          ? { kind: 'status', status: 500, body: '{"message":"disk on fire"}' }
-          : undefined,
-    });
+    // Retried as usual (the default count), with pauses of milliseconds: the test is about the error.
+    const { client } = await setup(
+      {
+        seed: SEED,
+        rowCap: 1000,
+        fault: (req) =>
+          req.method === 'GET' && req.query.start === '401'
+            ? { kind: 'status', status: 500, body: '{"message":"disk on fire"}' }
+            : undefined,
+      },
+      { retry: FAST_RETRY },
+    );
     const stream = client.stream('job_listings', {}, { pageSize: 200, concurrency: 2 });
     const got: RecordBatch[] = [];
     const err = await expectRejects<ServerError>(

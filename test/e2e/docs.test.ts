@@ -6,7 +6,8 @@
  * gives every example DQS_BASE_URL and DQS_API_KEY, which `new DatasetClient()` and `dqs` read, as they
  * would read a user's. JS/TS examples import `dqs-client` and `dqs-client/emulator` as a user would
  * (the package's own exports, resolved to dist/); `dqs` in a shell example is dist/cli/main.js. Each
- * Markdown file's examples run in order in one fresh directory outside the checkout, removed afterwards.
+ * Markdown file's examples run in order in one fresh directory outside the checkout (with a result cache
+ * of their own), removed afterwards; files run concurrently.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -90,6 +91,9 @@ function exec(command: string, args: string[], cwd: string): Promise<Outcome> {
         DQS_BASE_URL: emu.url,
         DQS_API_KEY: emu.apiKey,
         PATH: `${bin}:${process.env.PATH ?? ''}`,
+        // Each doc's own result cache (the CLI caches by default): docs running at once, or an earlier
+        // run, must not answer each other's queries.
+        XDG_CACHE_HOME: `${cwd}.cache`,
         NO_COLOR: '1',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -193,19 +197,17 @@ it('every marker has a reason and stands right before a ts/js/sh fence', () => {
   expect(programs.length).toBeGreaterThan(examples.filter((e) => e.notRun !== undefined).length);
 });
 
-for (const [file, list] of byFile) {
-  describe(file, () => {
-    let dir: string;
-    beforeAll(async () => {
-      dir = await mkdtemp(join(scratch, `${file.replaceAll('/', '_')}-`));
+// The Markdown files run at once (most of an example's time is spent waiting on processes it starts);
+// the examples of one file run in order, in that file's directory, as a reader would run them. A
+// failure names the doc's file:line; the examples after it in that file are not run.
+describe.concurrent('docs', () => {
+  for (const [file, list] of byFile) {
+    it(file, { timeout: (TIMEOUT_MS + 5_000) * list.length }, async () => {
+      const dir = await mkdtemp(join(scratch, `${file.replaceAll('/', '_')}-`));
+      for (const program of list) await runProgram(program, dir);
     });
-    for (const program of list) {
-      it(program.name, { timeout: TIMEOUT_MS + 5_000 }, async () => {
-        await runProgram(program, dir);
-      });
-    }
-  });
-}
+  }
+});
 
 describe('the harness', () => {
   const doc = [
