@@ -191,8 +191,6 @@ const scenarios = {
   // the library's default ('auto') measures which is faster on the link; this is the baseline.
   'lib-ipc-file-plain': () => ipcFile({ compression: false }),
   'lib-table-plain': async () => (await libTable({}, { compression: false })).numRows,
-  // Concurrency fixed at 2, the default before 'auto': issue 13's loopback baseline.
-  'lib-table-c2': async () => (await libTable({ concurrency: 2 })).numRows,
 };
 
 /** The whole result written to an Arrow IPC file through the library's stream. */

@@ -993,7 +993,8 @@ export function readTableEnvelope(body: Buffer): TableEnvelope | undefined {
   try {
     return envelope(body);
   } catch (error) {
-    if (error instanceof Bail || error instanceof RangeError || error instanceof SyntaxError) return undefined;
+    if (error instanceof Bail || error instanceof RangeError || error instanceof SyntaxError)
+      return undefined;
     throw error;
   }
 }
