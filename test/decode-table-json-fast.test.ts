@@ -120,6 +120,14 @@ function agree(bytes: Buffer): 'fast' | 'declined' {
   return 'fast';
 }
 
+/** `text`'s bytes cut at `at`, or with `byte` put in place of the one there, or inserted before it. */
+function garble(text: string, at: number, byte: number, how: 'cut' | 'replace' | 'insert'): Buffer {
+  const b = Buffer.from(text);
+  if (how === 'cut') return b.subarray(0, at);
+  const rest = how === 'replace' ? b.subarray(at + 1) : b.subarray(at);
+  return Buffer.concat([b.subarray(0, at), Buffer.from([byte]), rest]);
+}
+
 /** A decoder whose spare buffers come from a bigger page, with longer strings. */
 function decoderWithSpareBuffers(): FastTableDecoder {
   const decoder = new FastTableDecoder(plan);
@@ -229,13 +237,7 @@ describe('FastTableDecoder', () => {
         fc.integer({ min: 0, max: 255 }),
         fc.constantFrom('cut', 'replace', 'insert'),
         (at, byte, how) => {
-          const b = Buffer.from(valid);
-          const bytes =
-            how === 'cut'
-              ? b.subarray(0, at)
-              : how === 'replace'
-                ? Buffer.concat([b.subarray(0, at), Buffer.from([byte]), b.subarray(at + 1)])
-                : Buffer.concat([b.subarray(0, at), Buffer.from([byte]), b.subarray(at)]);
+          const bytes = garble(valid, at, byte, how);
           agree(bytes);
         },
       ),
@@ -399,16 +401,7 @@ describe('readTableEnvelope', () => {
         fc.integer({ min: 0, max: 255 }),
         fc.constantFrom('cut', 'replace', 'insert'),
         (at, byte, how) => {
-          const b = Buffer.from(valid);
-          sameOrDeclined(
-            how === 'cut'
-              ? b.subarray(0, at)
-              : how === 'replace'
-                ? Buffer.concat([b.subarray(0, at), Buffer.from([byte]), b.subarray(at + 1)])
-                : Buffer.concat([b.subarray(0, at), Buffer.from([byte]), b.subarray(at)]),
-            at,
-            rowsAt,
-          );
+          sameOrDeclined(garble(valid, at, byte, how), at, rowsAt);
         },
       ),
       { numRuns: 1500 },

@@ -369,23 +369,25 @@ export class HttpTransport {
 
   /** Sends and reads the whole body as text (bounded by `maxResponseBytes`). */
   async text(req: HttpRequest): Promise<{ response: HttpResponse; text: string }> {
-    // The body read is inside the retried unit: a body cut short is retried like a reset.
-    return this.#retrying(req, async () => {
-      const response = await this.#sendChecked(req);
-      try {
-        return { response, text: await readText(response, this.#options.maxResponseBytes) };
-      } finally {
-        response.done();
-      }
-    });
+    const { response, body } = await this.#whole(req, readText);
+    return { response, text: body };
   }
 
   /** Sends and reads the whole body as bytes (bounded by `maxResponseBytes`), for a caller that keeps them. */
   async bytes(req: HttpRequest): Promise<{ response: HttpResponse; bytes: Buffer }> {
+    const { response, body } = await this.#whole(req, readBounded);
+    return { response, bytes: body };
+  }
+
+  #whole<T>(
+    req: HttpRequest,
+    read: (response: HttpResponse, maxBytes: number) => Promise<T>,
+  ): Promise<{ response: HttpResponse; body: T }> {
+    // The body read is inside the retried unit: a body cut short is retried like a reset.
     return this.#retrying(req, async () => {
       const response = await this.#sendChecked(req);
       try {
-        return { response, bytes: await readBounded(response, this.#options.maxResponseBytes) };
+        return { response, body: await read(response, this.#options.maxResponseBytes) };
       } finally {
         response.done();
       }
