@@ -303,6 +303,30 @@ function unicodeEscape(b: Uint8Array, i: number, out: Uint8Array, o: number): nu
 }
 
 /**
+ * Walks the object that is the whole page: for each member, `value(keyStart, keyEnd, at)` reads or skips
+ * its value at `b[at]` and returns the index after it. Returns the index after the closing brace. An
+ * escaped key could spell a member we read ("r\u006fws"): such pages are left to `JSON.parse`.
+ */
+function walkMembers(b: Buffer, value: (keyStart: number, keyEnd: number, at: number) => number): number {
+  let i = skipWs(b, 0);
+  if (b[i] !== 0x7b) throw BAIL;
+  i = skipWs(b, i + 1);
+  if (b[i] === 0x7d) throw BAIL;
+  for (;;) {
+    if (b[i] !== QUOTE) throw BAIL;
+    const ks = i + 1;
+    const ke = stringEnd(b, ks);
+    i = skipWs(b, ke + 1);
+    if (b[i] !== 0x3a) throw BAIL;
+    for (let k = ks; k < ke; k++) if (b[k] === BACKSLASH) throw BAIL;
+    i = skipWs(b, value(ks, ke, skipWs(b, i + 1)));
+    if (b[i] === COMMA) i = skipWs(b, i + 1);
+    else if (b[i] === 0x7d) return i + 1;
+    else throw BAIL;
+  }
+}
+
+/**
  * Skips any JSON value at `b[i]`, checking its syntax as strictly as `JSON.parse`; returns the index
  * after it. Used for envelope members we do not decode.
  */
@@ -475,60 +499,38 @@ export class FastTableDecoder {
   }
 
   #decode(b: Buffer, where: PageRef): FastTablePage {
-    let i = skipWs(b, 0);
-    if (b[i] !== 0x7b) throw BAIL;
-    i = skipWs(b, i + 1);
     let rows: DecodedColumns | undefined;
     let total: [number, number] | undefined;
     let count: [number, number] | undefined;
     let start: [number, number] | undefined;
     let fields: [number, number] | undefined;
-    if (b[i] === 0x7d) throw BAIL;
-    for (;;) {
-      if (b[i] !== QUOTE) throw BAIL;
-      const ks = i + 1;
-      const ke = stringEnd(b, ks);
-      i = skipWs(b, ke + 1);
-      if (b[i] !== 0x3a) throw BAIL;
-      i = skipWs(b, i + 1);
-      // An escaped key could spell a member we read ("r\u006fws"): leave such pages to JSON.parse.
-      for (let k = ks; k < ke; k++) if (b[k] === BACKSLASH) throw BAIL;
-      const s = i;
+    const end = walkMembers(b, (ks, ke, s) => {
       switch (ke - ks >= 4 && ke - ks <= 6 ? b.toString('latin1', ks, ke) : '') {
         case 'rows':
           if (rows) throw BAIL;
-          rows = this.#rows(b, i, where);
-          i = rowsEnd;
-          break;
+          rows = this.#rows(b, s, where);
+          return rowsEnd;
         case 'total':
           if (total) throw BAIL;
-          i = skipValue(b, i, 0);
-          total = [s, i];
-          break;
+          total = [s, skipValue(b, s, 0)];
+          return total[1];
         case 'count':
           if (count) throw BAIL;
-          i = skipValue(b, i, 0);
-          count = [s, i];
-          break;
+          count = [s, skipValue(b, s, 0)];
+          return count[1];
         case 'start':
           if (start) throw BAIL;
-          i = skipValue(b, i, 0);
-          start = [s, i];
-          break;
+          start = [s, skipValue(b, s, 0)];
+          return start[1];
         case 'fields':
           if (fields) throw BAIL;
-          i = skipValue(b, i, 0);
-          fields = [s, i];
-          break;
+          fields = [s, skipValue(b, s, 0)];
+          return fields[1];
         default:
-          i = skipValue(b, i, 0);
+          return skipValue(b, s, 0);
       }
-      i = skipWs(b, i);
-      if (b[i] === COMMA) i = skipWs(b, i + 1);
-      else if (b[i] === 0x7d) break;
-      else throw BAIL;
-    }
-    if (skipWs(b, i + 1) !== b.length) throw BAIL;
+    });
+    if (skipWs(b, end) !== b.length) throw BAIL;
     if (!rows || !total || !count || !start || !fields) throw BAIL;
     this.#checkFields(b, fields[0], fields[1]);
     return {
@@ -1000,39 +1002,30 @@ export function readTableEnvelope(body: Buffer): TableEnvelope | undefined {
 }
 
 function envelope(b: Buffer): TableEnvelope {
-  let i = skipWs(b, 0);
-  if (b[i] !== 0x7b) throw BAIL;
-  i = skipWs(b, i + 1);
-  if (b[i] === 0x7d) throw BAIL;
   const members = new Map<string, [number, number]>();
   let rowCount = -1;
-  for (;;) {
-    if (b[i] !== QUOTE) throw BAIL;
-    const ks = i + 1;
-    const ke = stringEnd(b, ks);
-    for (let k = ks; k < ke; k++) if (b[k] === BACKSLASH) throw BAIL;
+  const end = walkMembers(b, (ks, ke, at) => {
     const key = b.toString('utf8', ks, ke);
     if (members.has(key)) throw BAIL;
-    i = skipWs(b, ke + 1);
-    if (b[i] !== 0x3a) throw BAIL;
-    i = skipWs(b, i + 1);
-    const s = i;
+    let after: number;
     if (key === 'rows') {
-      rowCount = delimitRows(b, i);
-      i = rowsEnd;
+      rowCount = delimitRows(b, at);
+      after = rowsEnd;
     } else {
-      i = skipValue(b, i, 0);
+      after = skipValue(b, at, 0);
     }
-    members.set(key, [s, i]);
-    i = skipWs(b, i);
-    if (b[i] === COMMA) i = skipWs(b, i + 1);
-    else if (b[i] === 0x7d) break;
-    else throw BAIL;
-  }
-  if (skipWs(b, i + 1) !== b.length || rowCount < 0) throw BAIL;
+    members.set(key, [at, after]);
+    return after;
+  });
+  if (skipWs(b, end) !== b.length || rowCount < 0) throw BAIL;
   const member = (name: string): unknown => {
     const at = members.get(name);
     return at === undefined ? undefined : JSON.parse(b.toString('utf8', at[0], at[1]));
+  };
+  const required = (name: string): [number, number] => {
+    const at = members.get(name);
+    if (at === undefined) throw BAIL;
+    return at;
   };
   const fields = member('fields');
   if (!Array.isArray(fields)) throw BAIL;
@@ -1040,13 +1033,11 @@ function envelope(b: Buffer): TableEnvelope {
     if (typeof f !== 'object' || f === null || Array.isArray(f)) throw BAIL;
     if (typeof (f as { id?: unknown }).id !== 'string') throw BAIL;
   }
-  const [total, count, start] = [member('total'), member('count'), member('start')];
-  if (!Number.isInteger(total) || !Number.isInteger(count) || !Number.isInteger(start)) throw BAIL;
   return {
     fields: fields as FieldDescriptor[],
-    total: total as number,
-    count: count as number,
-    start: start as number,
+    total: integer(b, required('total')),
+    count: integer(b, required('count')),
+    start: integer(b, required('start')),
     lastDateUpdated: member('last_date_updated') as string,
     rowCount,
   };
