@@ -240,10 +240,21 @@ async function main() {
     });
     emulator.send('lag');
     const times = [];
+    /** When each failed probe was sent, seconds into the load: a burst at the start, or all along. */
+    const failedAt = [];
+    const began = performance.now();
     const probes = [];
     outcomes.clear();
     while (!done) {
-      for (const u of probeUrls) probes.push(probe(u).then((ms) => times.push(ms)));
+      const sent = (performance.now() - began) / 1000;
+      for (const u of probeUrls) {
+        probes.push(
+          probe(u).then((ms) => {
+            times.push(ms);
+            if (ms === Number.POSITIVE_INFINITY) failedAt.push(sent.toFixed(1));
+          }),
+        );
+      }
       await new Promise((r) => setTimeout(r, 250));
     }
     await Promise.all(probes);
@@ -260,7 +271,8 @@ async function main() {
     console.log(`  attack: ${seconds.toFixed(1)} s; answers ${JSON.stringify(counts)}`);
     console.log(
       `  probes: ${failed}/${times.length} failed or > 1 s (${((100 * failed) / Math.max(1, times.length)).toFixed(1)} %), ` +
-        `p50 ${fmt(percentile(sorted, 50))} ms, p99 ${fmt(percentile(sorted, 99))} ms; ended ${JSON.stringify(Object.fromEntries(outcomes))}`,
+        `p50 ${fmt(percentile(sorted, 50))} ms, p99 ${fmt(percentile(sorted, 99))} ms; ended ${JSON.stringify(Object.fromEntries(outcomes))}` +
+        (failedAt.length ? `; failed ones sent at ${failedAt.toSorted((a, b) => a - b).join(', ')} s` : ''),
     );
     console.log(
       `  emulator event-loop delay: p50 ${loopLag.p50.toFixed(0)} ms, p99 ${loopLag.p99.toFixed(0)} ms, max ${loopLag.max.toFixed(0)} ms`,

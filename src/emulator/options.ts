@@ -149,6 +149,14 @@ export interface EmulatorOptions {
    * @default 60000
    */
   readonly requestTimeoutMs?: number;
+  /**
+   * Connections the emulator may accept per turn of its event loop: the listening socket is watched
+   * through this many descriptors (copies made once at start by a short-lived helper process). Node accepts
+   * one connection per turn and descriptor, so under load a fresh connection would otherwise wait seconds
+   * in the kernel's queue. 1: the plain listener, no helper.
+   * @default 128
+   */
+  readonly acceptWidth?: number;
 }
 
 export interface CompressionOptions {
@@ -193,6 +201,7 @@ export interface NormalizedOptions {
   readonly pageCacheIdleMs: number;
   readonly headersTimeoutMs: number;
   readonly requestTimeoutMs: number;
+  readonly acceptWidth: number;
 }
 
 export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault' | 'compression'> = Object.freeze({
@@ -221,6 +230,7 @@ export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault' | 'compression'> =
   pageCacheIdleMs: 5000,
   headersTimeoutMs: 20_000,
   requestTimeoutMs: 60_000,
+  acceptWidth: 128,
 });
 
 const KNOWN = new Set<string>([...Object.keys(DEFAULT_OPTIONS), 'fault', 'compression']);
@@ -429,5 +439,6 @@ export function normalizeOptions(options: EmulatorOptions = {}): NormalizedOptio
       1,
       2_147_483_647,
     ),
+    acceptWidth: integer('acceptWidth', options.acceptWidth, d.acceptWidth, 1, 256),
   };
 }

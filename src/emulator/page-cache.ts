@@ -20,10 +20,14 @@ export class PageCache {
   #bytes = 0;
   #sweeper: NodeJS.Timeout | undefined;
 
-  constructor(maxEntries: number, maxBytes: number, idleMs = 0) {
+  /** Told the bytes of the entries its idle sweep drops (the emulator's idle collector frees them). */
+  readonly #onSweep: ((bytes: number) => void) | undefined;
+
+  constructor(maxEntries: number, maxBytes: number, idleMs = 0, onSweep?: (bytes: number) => void) {
     this.#maxEntries = maxEntries;
     this.#maxBytes = maxBytes;
     this.#idleMs = idleMs;
+    this.#onSweep = onSweep;
   }
 
   get size(): number {
@@ -130,12 +134,15 @@ export class PageCache {
   /** Drops entries unused for `idleMs` (oldest first, in recency order); stops when the cache is empty. */
   #sweep(): void {
     const before = performance.now() - this.#idleMs;
+    let dropped = 0;
     for (const [key, entry] of this.#entries) {
       if (entry.used > before) break;
       if (entry.value === undefined) continue; // still being produced
       this.#entries.delete(key);
       this.#bytes -= entry.bytes;
+      dropped += entry.bytes;
     }
     if (this.#entries.size === 0) this.#stopSweeping();
+    if (dropped > 0) this.#onSweep?.(dropped);
   }
 }

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { encodeReply } from './encode.js';
 import { checkFault, type Fault, faultReply } from './faults.js';
 import type { RouteRequest, ServiceState } from './handlers/context.js';
+import { IdleCollector } from './idle-collector.js';
 import { capText, quote } from './messages.js';
 import { type EmulatorOptions, type NormalizedOptions, normalizeOptions } from './options.js';
 import { BuildCancelled, PageBuilder } from './page-builder.js';
@@ -19,6 +20,7 @@ import { route } from './routes.js';
 import { MinuteWindow, Pacer } from './shaping.js';
 import { parseTarget } from './target.js';
 import { transmit } from './transmit.js';
+import { type WideAccept, widenAccept } from './wide-accept.js';
 
 /** One request as the emulator saw it. */
 export interface RequestRecord {
@@ -55,6 +57,10 @@ export interface EmulatorStats {
   /** Serialized and compressed bodies in the page cache, and their bytes. */
   readonly cachedPages: number;
   readonly cachedBytes: number;
+  /** Full garbage collections run once idle after a load, so memory returns near the idle level. */
+  readonly idleCollections: number;
+  /** Descriptors watching the listening socket: connections it may accept per event-loop turn. */
+  readonly acceptWidth: number;
 }
 
 /** A running emulator. */
@@ -90,6 +96,10 @@ class EmulatorServer implements Emulator {
   #received = 0;
   #closed: Promise<void> | undefined;
   #port = 0;
+  /** Extra descriptors of the listening socket (`acceptWidth`), closed with the server. */
+  #wide: WideAccept | undefined;
+  /** A full collection once idle after a load, so dead page Buffers do not stay resident. */
+  readonly #idle = new IdleCollector();
   /** Requests admitted and not yet answered in full (`maxInFlight`). */
   #inFlight = 0;
   /** Requests being handled, admitted or not. */
@@ -106,7 +116,9 @@ class EmulatorServer implements Emulator {
     this.#state = {
       options,
       queries: new QueryStore(options.queryDelayMs),
-      pages: new PageCache(options.pageCacheSize, options.pageCacheBytes, options.pageCacheIdleMs),
+      pages: new PageCache(options.pageCacheSize, options.pageCacheBytes, options.pageCacheIdleMs, (bytes) =>
+        this.#idle.garbage(bytes),
+      ),
       builder: new PageBuilder(),
       pagesInFlight: { rows: 0, shed: 0 },
     };
@@ -181,23 +193,37 @@ class EmulatorServer implements Emulator {
       shed: pagesInFlight.shed,
       cachedPages: pages.size,
       cachedBytes: pages.bytes,
+      idleCollections: this.#idle.collections,
+      acceptWidth: this.#wide?.width ?? 1,
     };
   }
 
   async listen(): Promise<void> {
     await new Promise<void>((resolve, reject) => {
       this.#server.once('error', reject);
-      this.#server.listen(this.#options.port, this.#options.host, () => {
+      // The kernel's queue of connections waiting to be accepted: as deep as Linux allows by default
+      // (net.core.somaxconn, 4096; it caps a larger value), not Node's 511. A burst of clients (a CI job's
+      // thousand connections) past the queue has its handshakes dropped and retried a second later, and a
+      // fresh connection behind them waits that second too.
+      this.#server.listen({ port: this.#options.port, host: this.#options.host, backlog: 4096 }, () => {
         this.#server.off('error', reject);
         resolve();
       });
     });
     this.#port = (this.#server.address() as AddressInfo).port;
+    // Connections accepted on a copy are the HTTP server's like any other (its 'connection' listener
+    // parses them, tracks them for timeouts and closeAllConnections, and ours gives them a pacer).
+    this.#wide = await widenAccept(this.#server, this.#options.acceptWidth, (socket) => {
+      if (this.#closed) socket.destroy();
+      else this.#server.emit('connection', socket);
+    });
   }
 
   close(): Promise<void> {
     this.#closed ??= new Promise<void>((resolve) => {
       for (const request of this.#answering) request.abort();
+      this.#wide?.close();
+      this.#idle.close();
       this.#server.close(() => resolve());
       this.#server.closeAllConnections();
     });
@@ -229,9 +255,11 @@ class EmulatorServer implements Emulator {
     const gone = new AbortController();
     const signal = gone.signal;
     this.#active++;
+    this.#idle.begin();
     this.#answering.add(gone);
     res.once('close', () => {
       this.#active--;
+      this.#idle.end();
       this.#answering.delete(gone);
       if (!res.writableFinished) gone.abort();
     });
@@ -284,6 +312,7 @@ class EmulatorServer implements Emulator {
         fault,
       );
       if (signal.aborted) throw signal.reason;
+      if (reply.body) this.#idle.garbage(reply.body.length);
       record.encoding = reply.headers['Content-Encoding'] ?? null;
       const wait = firstByteAt - performance.now();
       if (wait >= 1) await sleep(wait, undefined, { signal });
