@@ -3,6 +3,8 @@
 // probe requests failed or over 1 s, probe p50/p99, attacking requests by answer, and the emulator's RSS
 // before -> peak -> 10 s after. Three processes: emulator (defaults), attacker, and this one (probe).
 // Usage: npm run bench:load [-- --loads 1,2,3] [--requests 20000] [--in-flight 1000] [--rounds 2]
+// `--library`: a fourth process reads 500,000 rows with the library (defaults) during each load and
+// checks them against a read from an idle emulator of the same seed (SHA-256 of the Arrow IPC stream).
 import { fork } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { parseArgs } from 'node:util';
@@ -20,6 +22,7 @@ const { values } = parseArgs({
     'in-flight': { type: 'string', default: '1000' },
     rounds: { type: 'string', default: '2' },
     settle: { type: 'string', default: '10' },
+    library: { type: 'boolean', default: false },
     role: { type: 'string' },
     url: { type: 'string' },
     load: { type: 'string' },
@@ -30,7 +33,8 @@ const TABLE = 'application/vnd.service.table+json';
 const self = new URL(import.meta.url).pathname;
 
 if (values.role === 'emulator') {
-  // Defaults, as `dqs serve` runs: what users point their jobs at.
+  // Defaults, as `dqs serve` runs (with its allocator setting, given by the parent): what users point
+  // their jobs at.
   const { startEmulator } = await import('../dist/emulator/index.js');
   const emu = await startEmulator({ apiKey: KEY });
   process.send({ url: emu.url });
@@ -49,6 +53,8 @@ if (values.role === 'emulator') {
   process.on('disconnect', () => emu.close().then(() => process.exit(0)));
 } else if (values.role === 'attacker') {
   await attack(values.url, values.load);
+} else if (values.role === 'reader') {
+  await reader();
 } else {
   await main();
 }
@@ -138,6 +144,49 @@ async function attack(url, load) {
   process.exit(0);
 }
 
+/**
+ * The library as a user runs it, in its own process: 500,000 rows of job_listings (all tickers) as an
+ * Arrow IPC stream, hashed; first from an idle emulator of its own (the reference), then, each time it
+ * is asked, from the loaded one. Reports rows, hash, seconds and the retries by status.
+ */
+async function reader() {
+  const { createHash } = await import('node:crypto');
+  const { pipeline } = await import('node:stream/promises');
+  const { DatasetClient, toArrowIpc } = await import('../dist/index.js');
+  const { startEmulator } = await import('../dist/emulator/index.js');
+  const read = async (url) => {
+    const client = new DatasetClient({ baseUrl: url, apiKey: KEY, cache: false });
+    const retried = {};
+    client.on('retry', (e) => {
+      const why = e.error.status ?? e.error.code;
+      retried[why] = (retried[why] ?? 0) + 1;
+    });
+    const t0 = performance.now();
+    try {
+      const result = await client.query('job_listings', {});
+      const hash = createHash('sha256');
+      await pipeline(result.stream(), toArrowIpc({ format: 'stream' }), async (bytes) => {
+        for await (const b of bytes) hash.update(b);
+      });
+      return {
+        rows: result.total,
+        hash: hash.digest('hex'),
+        seconds: (performance.now() - t0) / 1000,
+        retried,
+      };
+    } catch (err) {
+      return { error: `${err.code ?? ''} ${err.message}`, retried };
+    } finally {
+      await client.close();
+    }
+  };
+  const idle = await startEmulator({ apiKey: KEY, acceptWidth: 1 });
+  process.send({ reference: await read(idle.url) });
+  await idle.close();
+  process.on('message', async (url) => process.send({ read: await read(url) }));
+  process.on('disconnect', () => process.exit(0));
+}
+
 /** One probe request on a fresh connection: its time, or Infinity when it failed or missed 1 s. */
 function probe(url) {
   return new Promise((resolve) => {
@@ -177,7 +226,10 @@ function percentile(sorted, p) {
 
 async function main() {
   const { request } = await import('undici');
+  // The allocator setting `dqs serve` starts its emulator process with (src/cli/serve-process.ts).
+  const { ALLOCATOR_ENV } = await import('../dist/cli/serve-process.js');
   const emulator = fork(self, ['--role', 'emulator'], {
+    env: { ...process.env, ...ALLOCATOR_ENV },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     // DQS_LOAD_PROFILE=dir: a CPU profile of the emulator, to see where its time goes.
     execArgv: process.env.DQS_LOAD_PROFILE
@@ -198,6 +250,12 @@ async function main() {
     });
   });
   const { id } = (await post(url, { tickers: ['nasdaq:aapl'] }, undefined, request)).json;
+  let library;
+  let reference;
+  if (values.library) {
+    library = fork(self, ['--role', 'reader'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    reference = (await new Promise((resolve) => library.once('message', resolve))).reference;
+  }
   const probeUrls = [`${url}/datasets/`, `${url}/datasets/job_listings/query/${id}?start=1&limit=10`];
   const MB = (b) => `${(b / 2 ** 20).toFixed(0)}`;
   const names = {
@@ -239,6 +297,10 @@ async function main() {
       done = true;
     });
     emulator.send('lag');
+    const libraryRead = library
+      ? new Promise((resolve) => library.once('message', (m) => resolve(m.read)))
+      : undefined;
+    library?.send(url);
     const times = [];
     /** When each failed probe was sent, seconds into the load: a burst at the start, or all along. */
     const failedAt = [];
@@ -259,6 +321,7 @@ async function main() {
     }
     await Promise.all(probes);
     const { counts, seconds } = await finished;
+    const libraryResult = await libraryRead;
     emulator.send('lag');
     await new Promise((r) => setTimeout(r, 200));
     const loopLag = lastLag;
@@ -274,6 +337,15 @@ async function main() {
         `p50 ${fmt(percentile(sorted, 50))} ms, p99 ${fmt(percentile(sorted, 99))} ms; ended ${JSON.stringify(Object.fromEntries(outcomes))}` +
         (failedAt.length ? `; failed ones sent at ${failedAt.toSorted((a, b) => a - b).join(', ')} s` : ''),
     );
+    if (libraryResult) {
+      const same = libraryResult.hash === reference.hash && libraryResult.rows === reference.rows;
+      console.log(
+        libraryResult.error
+          ? `  library, 500,000 rows meanwhile: FAILED ${libraryResult.error}`
+          : `  library, ${libraryResult.rows} rows meanwhile: ${same ? 'identical to the idle read' : 'DIFFERENT from the idle read'}` +
+              ` in ${libraryResult.seconds.toFixed(1)} s (idle: ${reference.seconds.toFixed(1)} s); retried ${JSON.stringify(libraryResult.retried)}`,
+      );
+    }
     console.log(
       `  emulator event-loop delay: p50 ${loopLag.p50.toFixed(0)} ms, p99 ${loopLag.p99.toFixed(0)} ms, max ${loopLag.max.toFixed(0)} ms`,
     );
@@ -282,4 +354,5 @@ async function main() {
     );
   }
   emulator.disconnect();
+  library?.disconnect();
 }

@@ -80,7 +80,7 @@ describe('idle collection', () => {
   it('runs one full collection once the emulator has been idle after serving tens of MB, none while busy', async () => {
     const emu = await startTestEmulator({ pageCacheSize: 0 });
     const { id } = await createQuery(emu, 'job_listings');
-    // About 4 MB a page: 24 MB of bodies, past the 16 MiB that make a collection worth its pause.
+    // About 4 MB a page: 24 MB of bodies, past the 8 MiB that make a collection worth its pause.
     for (let i = 0; i < 6; i++) {
       const res = await fetch(
         `${emu.url}/datasets/job_listings/query/${id}?start=${i * 10_000 + 1}&limit=10000`,

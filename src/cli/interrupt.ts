@@ -4,6 +4,7 @@
  * cleanup. Temporary files of `core/safe-file` are removed on that exit too.
  */
 import { Interrupted } from './errors.js';
+import { isSupervised } from './serve-process.js';
 
 export interface InterruptHandle {
   readonly signal: AbortSignal;
@@ -21,6 +22,35 @@ export function onInterrupt(): InterruptHandle {
   };
   const onInt = () => handler('SIGINT');
   const onTerm = () => handler('SIGTERM');
+  if (isSupervised()) {
+    // `dqs serve`'s child (see serve-process.ts): its interrupts come from the parent, once each. The
+    // terminal's own copy of a Ctrl-C reaches this process too and is ignored, or one Ctrl-C would count
+    // twice. The parent gone (killed): stop as on SIGTERM, then at once.
+    const ignore = () => {};
+    const onMessage = (message: unknown) => {
+      const name = (message as { interrupt?: unknown } | null)?.interrupt;
+      if (name === 'SIGINT' || name === 'SIGTERM') handler(name);
+    };
+    const onOrphaned = () => {
+      handler('SIGTERM');
+      setTimeout(() => handler('SIGTERM'), 2000).unref();
+    };
+    process.on('SIGINT', ignore);
+    process.on('message', onMessage);
+    process.once('disconnect', onOrphaned);
+    process.on('SIGTERM', onTerm);
+    return {
+      signal: controller.signal,
+      dispose() {
+        process.off('SIGINT', ignore);
+        process.off('message', onMessage);
+        process.off('disconnect', onOrphaned);
+        process.off('SIGTERM', onTerm);
+        // The IPC channel would keep the event loop, and so the process, alive.
+        process.disconnect?.();
+      },
+    };
+  }
   process.on('SIGINT', onInt);
   process.on('SIGTERM', onTerm);
   return {

@@ -8,6 +8,7 @@ import { systemReason } from './errors.js';
 import { ExitCode } from './exit-codes.js';
 import { onInterrupt } from './interrupt.js';
 import { runCli } from './run.js';
+import { isSupervised, shouldSupervise, supervise } from './serve-process.js';
 
 // stdout failing (a full device, a reader that went away: `dqs datasets | head -1`) is a local fault:
 // exit 7 with one line, whatever was being printed. Not everything reached the reader, and a script
@@ -22,12 +23,20 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
 // warning (at 11) would be a false alarm printed into the user's terminal.
 setMaxListeners(256);
 
-const interrupt = onInterrupt();
-const code = await runCli(
-  process.argv.slice(2),
-  { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env },
-  interrupt.signal,
-);
+// `dqs serve` runs in a child with a tuned allocator (serve-process.ts); this process only supervises.
+async function run(): Promise<number> {
+  if (shouldSupervise(process.argv.slice(2), process.env)) return supervise();
+  const interrupt = onInterrupt();
+  const exitCode = await runCli(
+    process.argv.slice(2),
+    { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env },
+    interrupt.signal,
+  );
+  // The supervised child lets go of its IPC channel, which would hold the process open.
+  if (isSupervised()) interrupt.dispose();
+  return exitCode;
+}
+const code = await run();
 // Set, not `process.exit()`: stdout may still be draining into a pipe.
 process.exitCode = code;
 // Everything is closed by now; should a handle still hold the loop open, do not hang the shell.

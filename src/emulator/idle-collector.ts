@@ -17,7 +17,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 /** Garbage (bytes of bodies made or dropped) that makes a collection worth its pause (tens of ms). */
-const WORTH_COLLECTING = 16 * 1024 * 1024;
+const WORTH_COLLECTING = 8 * 1024 * 1024;
 /** How long the emulator must have answered nothing: a load has passed, not paused between requests. */
 const QUIET_MS = 1000;
 
