@@ -1,6 +1,6 @@
 // `npm run bench`: one server process, each scenario in a fresh process, rounds alternating scenarios, and
 // medians reported as ratios to the bytes+JSON.parse floor and to the naive client, plus peak RSS.
-// Usage: node bench/run.js [--rounds 3] [--dataset job_listings] [--page-size N] [--concurrency N]
+// Usage: node bench/run.js [--rounds 3] [--each-round] [--dataset job_listings] [--page-size N] [--concurrency N]
 //        [--window N] [--only a,b] [--formats]   (CSV/XLSX scenarios are slow; --formats adds them)
 // Page size, concurrency and window default to the library's defaults, for the floor scenarios too.
 import { execFile, fork } from 'node:child_process';
@@ -17,6 +17,8 @@ const { values } = parseArgs({
     window: { type: 'string', default: 'default' },
     only: { type: 'string' },
     formats: { type: 'boolean', default: false },
+    // Each round's figures too, not only the medians (to see a trend or an outlier behind a median).
+    'each-round': { type: 'boolean', default: false },
     // `npm run bench -- --wan [--quick]`: the WAN benchmark (bench/wan.js) instead.
     wan: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
@@ -83,7 +85,14 @@ for (const name of new Set([
 }
 const results = Object.fromEntries(names.map((n) => [n, []]));
 for (let r = 0; r < Number(values.rounds); r++) {
-  for (const name of names) results[name].push(await scenario(name));
+  for (const name of names) {
+    const r = await scenario(name);
+    results[name].push(r);
+    if (values['each-round'])
+      console.log(
+        `round ${results[name].length} ${name}: ${(r.ms / 1000).toFixed(3)} s, ${r.maxRssMB.toFixed(0)} MB`,
+      );
+  }
 }
 server.disconnect();
 
