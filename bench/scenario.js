@@ -234,10 +234,22 @@ async function ipcFile(clientOptions) {
 const baseRssMB = process.memoryUsage().rss / 2 ** 20;
 const run = scenarios[name];
 if (!run) throw new Error(`unknown scenario ${name}`);
+const cpu0 = process.cpuUsage();
 t0 = performance.now();
 const rows = await run();
 const ms = performance.now() - t0;
+const cpu = process.cpuUsage(cpu0);
 if (timelinePath) writeFileSync(timelinePath, JSON.stringify(timeline));
 console.log(
-  JSON.stringify({ name, rows, ms, maxRssMB: process.resourceUsage().maxRSS / 1024, baseRssMB, ...extra }),
+  JSON.stringify({
+    name,
+    rows,
+    ms,
+    // This process's CPU (main thread and thread pool, inflating included): steadier than wall time on a
+    // shared VM, and what an extra compressed page costs on loopback.
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    maxRssMB: process.resourceUsage().maxRSS / 1024,
+    baseRssMB,
+    ...extra,
+  }),
 );
