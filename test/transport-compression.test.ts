@@ -324,7 +324,7 @@ describe('compressed transfer', () => {
     // Loopback: plain pages measured while the event loop was busy decoding others (50 ms/MB beside
     // 1 ms/MB when it was free) must not make gzip (65 ms/MB) look like a near loss: judged on each way's
     // best page it lost 65-fold, so it is retried 64 pages on, not 16 (a 46-page export asked gzip
-    // three times when averages decided, once since).
+    // two or three times when averages decided, once since).
     const busy = new CompressionChoice();
     expect([busy.next(), busy.next()]).toEqual([false, true]);
     busy.record(false, 4_000_000, 4);
