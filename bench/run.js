@@ -1,7 +1,8 @@
 // `npm run bench`: one server process, each scenario in a fresh process, rounds alternating scenarios, and
 // medians reported as ratios to the bytes+JSON.parse floor and to the naive client, plus peak RSS.
-// Usage: node bench/run.js [--rounds 3] [--dataset job_listings] [--page-size N] [--concurrency N]
+// Usage: node bench/run.js [--rounds 3] [--each-round] [--dataset job_listings] [--page-size N] [--concurrency N]
 //        [--window N] [--only a,b] [--formats]   (CSV/XLSX scenarios are slow; --formats adds them)
+//        [--base ../other-checkout --only base:lib-ipc-file,lib-ipc-file]   (before and after in one run)
 // Page size, concurrency and window default to the library's defaults, for the floor scenarios too.
 import { execFile, fork } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
@@ -17,6 +18,11 @@ const { values } = parseArgs({
     window: { type: 'string', default: 'default' },
     only: { type: 'string' },
     formats: { type: 'boolean', default: false },
+    // Each round's figures too, not only the medians (to see a trend or an outlier behind a median).
+    'each-round': { type: 'boolean', default: false },
+    // Another checkout (built): scenarios named `base:<name>` run its bench/scenario.js and dist, against
+    // the same server and alternating with this one's, so a change's before and after come from one run.
+    base: { type: 'string' },
     // `npm run bench -- --wan [--quick]`: the WAN benchmark (bench/wan.js) instead.
     wan: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
@@ -50,11 +56,13 @@ const server = fork(new URL('./server.js', import.meta.url), {
 const { url } = await new Promise((resolve) => server.once('message', resolve));
 
 async function scenario(name) {
+  const other = name.startsWith('base:');
+  if (other && !values.base) throw new Error(`${name} needs --base <another checkout>`);
   const { stdout } = await run(
     process.execPath,
     [
-      new URL('./scenario.js', import.meta.url).pathname,
-      name,
+      other ? `${values.base}/bench/scenario.js` : new URL('./scenario.js', import.meta.url).pathname,
+      other ? name.slice('base:'.length) : name,
       url,
       values.dataset,
       values['page-size'],
@@ -78,12 +86,21 @@ for (const name of new Set([
   ...(names.some((n) => n.includes('csv')) ? ['csv-parse'] : []),
   ...(names.includes('lib-table-xlsx') ? ['lib-table-xlsx'] : []),
   ...(names.includes('naive') ? ['naive'] : []),
+  // The server caches compressed pages too: without this the first round's compressed pages wait for gzip.
+  ...(names.some((n) => n.includes('ipc-file')) ? ['lib-ipc-file-gzip'] : []),
 ])) {
   await scenario(name);
 }
 const results = Object.fromEntries(names.map((n) => [n, []]));
 for (let r = 0; r < Number(values.rounds); r++) {
-  for (const name of names) results[name].push(await scenario(name));
+  for (const name of names) {
+    const r = await scenario(name);
+    results[name].push(r);
+    if (values['each-round'])
+      console.log(
+        `round ${results[name].length} ${name}: ${(r.ms / 1000).toFixed(3)} s, ${r.maxRssMB.toFixed(0)} MB`,
+      );
+  }
 }
 server.disconnect();
 
@@ -114,6 +131,19 @@ for (const n of names) {
   );
 }
 console.log('');
+if (values.only && names.length > 1) {
+  // Rounds on a shared VM move together (one round 1.5 s, the next 2.0 s for every scenario): the
+  // median of each round's ratio is steadier than the ratio of medians.
+  const last = names.at(-1);
+  for (const n of names.slice(0, -1)) {
+    const paired = median(results[n].map((x, i) => x.ms / results[last][i].ms));
+    const cpu = results[n].every((x) => x.cpuMs !== undefined)
+      ? `, CPU ${(median(results[n].map((x) => x.cpuMs)) / 1000).toFixed(2)} s against ${(median(results[last].map((x) => x.cpuMs ?? Number.NaN)) / 1000).toFixed(2)} s`
+      : '';
+    console.log(`${n} / ${last}, per round: median ${paired.toFixed(3)}${cpu}`);
+  }
+  console.log('');
+}
 const ratio = (a, b) => (summary[a] && summary[b] ? (summary[a].ms / summary[b].ms).toFixed(2) : '-');
 if (summary['lib-table']?.tableMB) {
   const t = summary['lib-table'];

@@ -1,5 +1,6 @@
 // One benchmark scenario in a fresh process, so its peak RSS is its own. Prints one JSON line.
-import { createWriteStream } from 'node:fs';
+import { subscribe } from 'node:diagnostics_channel';
+import { createWriteStream, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -80,6 +81,24 @@ function tableBytes(table) {
 }
 
 const extra = {};
+
+// DQS_BENCH_TIMELINE=file: every page's timing (the `dqs-client:page` channel) and every delivery
+// (`progress`) written there as JSON, in ms since the scenario started: where a scenario's time goes.
+const timelinePath = process.env.DQS_BENCH_TIMELINE;
+const timeline = { pages: [], delivered: [], concurrency: [] };
+let t0 = 0;
+if (timelinePath) {
+  subscribe('dqs-client:page', (p) => {
+    const end = performance.now() - t0;
+    timeline.pages.push({ ...p, sent: end - p.decodeMs - p.bodyMs - p.waitMs, end });
+  });
+}
+/** Notes a stream's deliveries and concurrency changes when a timeline is asked for. */
+function watch(stream) {
+  if (!timelinePath) return;
+  stream.on('progress', (p) => timeline.delivered.push({ at: performance.now() - t0, rows: p.rows }));
+  stream.on('concurrency', (c) => timeline.concurrency.push({ at: performance.now() - t0, ...c }));
+}
 
 /** The whole result through the library's `toTable()`, with `options` over the scenario's stream options. */
 async function libTable(options = {}, clientOptions = {}) {
@@ -190,6 +209,8 @@ const scenarios = {
   // The same with compression off: the server (bench/server.js) compresses for clients that ask, and
   // the library's default ('auto') measures which is faster on the link; this is the baseline.
   'lib-ipc-file-plain': () => ipcFile({ compression: false }),
+  // Every page asked compressed: what compression costs per page where bytes are cheap.
+  'lib-ipc-file-gzip': () => ipcFile({ compression: true }),
   'lib-table-plain': async () => (await libTable({}, { compression: false })).numRows,
 };
 
@@ -199,6 +220,7 @@ async function ipcFile(clientOptions) {
   const path = join(tmpdir(), `dqs-bench-${process.pid}.arrow`);
   let rows = 0;
   const stream = client.stream(dataset, {}, lib);
+  watch(stream);
   stream.on('progress', (p) => {
     rows = p.rows;
   });
@@ -212,9 +234,22 @@ async function ipcFile(clientOptions) {
 const baseRssMB = process.memoryUsage().rss / 2 ** 20;
 const run = scenarios[name];
 if (!run) throw new Error(`unknown scenario ${name}`);
-const t0 = performance.now();
+const cpu0 = process.cpuUsage();
+t0 = performance.now();
 const rows = await run();
 const ms = performance.now() - t0;
+const cpu = process.cpuUsage(cpu0);
+if (timelinePath) writeFileSync(timelinePath, JSON.stringify(timeline));
 console.log(
-  JSON.stringify({ name, rows, ms, maxRssMB: process.resourceUsage().maxRSS / 1024, baseRssMB, ...extra }),
+  JSON.stringify({
+    name,
+    rows,
+    ms,
+    // This process's CPU (main thread and thread pool, inflating included): steadier than wall time on a
+    // shared VM, and what an extra compressed page costs on loopback.
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    maxRssMB: process.resourceUsage().maxRSS / 1024,
+    baseRssMB,
+    ...extra,
+  }),
 );

@@ -298,13 +298,14 @@ describe('compressed transfer', () => {
     const clearLoss = run(20, 2, 500);
     expect(clearLoss.map((on, i) => (on ? i : -1)).filter((i) => i >= 0)).toEqual([1, 65, 321]);
     // A plain page measured before any compressed one (a fast link: the compressed one is slow on the
-    // way, or failed) asks plain, with one compressed page every 8 requests until one is measured: no
-    // burst of compressed pages on loopback, and compression is not locked out.
+    // way, or failed) asks plain, with one compressed page every 32 requests until one is measured: no
+    // second compressed page while the first is on its way (on loopback it takes 300-500 ms while the
+    // limit climbs), and compression is not locked out should it have failed.
     const early = new CompressionChoice();
     expect([early.next(), early.next(), early.next()]).toEqual([false, true, true]);
     early.record(false, 4_000_000, 400);
-    const next8 = Array.from({ length: 8 }, () => early.next());
-    expect(next8).toEqual([false, false, false, false, false, false, false, true]);
+    const next32 = Array.from({ length: 32 }, () => early.next());
+    expect(next32.map((on, i) => (on ? i : -1)).filter((i) => i >= 0)).toEqual([31]);
     // On a slow link the compressed page comes back first: compressed pages, and one plain try.
     const slowFirst = new CompressionChoice();
     expect([slowFirst.next(), slowFirst.next()]).toEqual([false, true]);
@@ -317,6 +318,43 @@ describe('compressed transfer', () => {
     small.next();
     small.record(true, 1000, 50);
     expect(small.measured).toEqual({});
+  });
+
+  it("judges how clearly a way lost on each way's best page, not on averages a busy event loop inflates", () => {
+    // Loopback: plain pages measured while the event loop was busy decoding others (50 ms/MB beside
+    // 1 ms/MB when it was free) must not make gzip (65 ms/MB) look like a near loss: judged on each way's
+    // best page it lost 65-fold, so it is retried 64 pages on, not 16 (a 46-page export asked gzip
+    // two or three times when averages decided, once since).
+    const busy = new CompressionChoice();
+    expect([busy.next(), busy.next()]).toEqual([false, true]);
+    busy.record(false, 4_000_000, 4);
+    const asked: boolean[] = [];
+    for (let i = 0; i < 2; i++) {
+      asked.push(busy.next());
+      busy.record(false, 4_000_000, 200);
+    }
+    busy.record(true, 4_000_000, 260);
+    expect(busy.measured.plain).toBeGreaterThan(20); // the average: 26 ms/MB, within 4x of gzip's 65
+    for (let i = 0; i < 200; i++) {
+      const on = busy.next();
+      asked.push(on);
+      busy.record(on, 4_000_000, on ? 260 : 200);
+    }
+    expect(asked.map((on, i) => (on ? i + 2 : -1)).filter((i) => i >= 0)).toEqual([67]);
+    // Best pages that disagree with the averages are no clear loss. Plain's first page (10 ms/MB) beats
+    // compressed (15), then plain runs at 100 ms/MB: compressed wins on average, but plain's best page
+    // was the better one, so plain is retried at the usual gaps (16, then x2; on averages, x4: 17, 81).
+    const mixed = new CompressionChoice();
+    expect([mixed.next(), mixed.next()]).toEqual([false, true]);
+    mixed.record(false, 4_000_000, 40);
+    mixed.record(true, 4_000_000, 60);
+    const mixedAsked: boolean[] = [];
+    for (let i = 0; i < 60; i++) {
+      const on = mixed.next();
+      mixedAsked.push(on);
+      mixed.record(on, 4_000_000, on ? 60 : 400);
+    }
+    expect(mixedAsked.map((on, i) => (on ? -1 : i + 2)).filter((i) => i >= 0)).toEqual([2, 17, 49]);
   });
 
   it('a lying Content-Encoding (says gzip, sends plain) is a ContentEncodingError naming the coding and the request', async () => {

@@ -19,6 +19,12 @@
  * costs one page's extra bytes. Once both are measured the cheaper way is used, and the other is tried
  * again now and then (the link or the server's load can change), less often the more clearly it lost, so
  * a slow link pays for few uncompressed pages.
+ *
+ * How clearly a way lost is judged on each way's best page, not on the running averages: a body's time
+ * also holds whatever else the event loop did meanwhile, and that only ever adds. On loopback a 4 MB plain
+ * page measures ~1 ms/MB when the loop is free and 40-50 when it is decoding other pages; averaged, such
+ * pages made plain look only 2-3x cheaper than gzip (60-100 ms/MB), so gzip was retried 16 pages later,
+ * where its best page against plain's best says 20x and more.
  */
 
 /** Bodies smaller than this say more about round trips than about bytes: not counted. */
@@ -35,17 +41,29 @@ const CLEAR_LOSS = 4;
 const MAX_RETRY_GAP = 1024;
 /** Requests between two plain ones while no plain page has been measured yet. */
 const PLAIN_PROBE_GAP = 32;
-/** Requests between two compressed ones while only plain pages have been measured. */
-const COMPRESSED_PROBE_GAP = 8;
+/**
+ * Requests between two compressed ones while only plain pages have been measured: a plain page came back
+ * before the compressed one sent with it, so compressing lost that race, and a second compressed page
+ * would lose it the same way and tell nothing new (on loopback the first takes 300-500 ms to come back
+ * while the limit climbs, and 8 requests brought a second one, and a third hold of the ordered stream
+ * when its retry came early). Only for a compressed page that failed (its retry may ask plain) is it
+ * asked again, as seldom as a plain one is.
+ */
+const COMPRESSED_PROBE_GAP = PLAIN_PROBE_GAP;
 
 interface Arm {
   samples: number;
-  /** Running average of ms per decoded MB. */
+  /** Running average of ms per decoded MB: what the choice follows. */
   msPerMB: number;
+  /** The best page's ms per decoded MB: how clearly a way lost (see the header). */
+  bestMsPerMB: number;
 }
 
 export class CompressionChoice {
-  readonly #arms = { on: { samples: 0, msPerMB: 0 } as Arm, off: { samples: 0, msPerMB: 0 } as Arm };
+  readonly #arms = {
+    on: { samples: 0, msPerMB: 0, bestMsPerMB: 0 } as Arm,
+    off: { samples: 0, msPerMB: 0, bestMsPerMB: 0 } as Arm,
+  };
   readonly #asked = { on: 0, off: 0 };
   #sincePlain = 0;
   #sinceCompressed = 0;
@@ -66,7 +84,7 @@ export class CompressionChoice {
       // A plain page came back first: a fast link (on a slow one the compressed page, a seventh of the
       // bytes, comes first). Compressing there is likely a loss, and a startup burst of compressed pages
       // costs the server's compression and our inflating for each: one compressed page at a time until
-      // one is measured (asked again every 8 requests, should it fail or take long).
+      // one is measured (asked again after 32 requests, should it have failed).
       if (off.samples > 0 && this.#asked.on > 0 && ++this.#sinceCompressed < COMPRESSED_PROBE_GAP) {
         return this.#count(false);
       }
@@ -81,8 +99,7 @@ export class CompressionChoice {
     const better = on.msPerMB <= off.msPerMB;
     if (--this.#untilRetry > 0) return this.#count(better);
     // Try the loser again; the more clearly it lost, the longer until the next try.
-    const ratio = better ? off.msPerMB / on.msPerMB : on.msPerMB / off.msPerMB;
-    this.#gap = Math.min(MAX_RETRY_GAP, this.#gap * (ratio > 2 ? 4 : 2));
+    this.#gap = Math.min(MAX_RETRY_GAP, this.#gap * (this.#lossRatio(better) > 2 ? 4 : 2));
     this.#untilRetry = this.#gap;
     return this.#count(!better);
   }
@@ -99,14 +116,25 @@ export class CompressionChoice {
     const arm = compressed ? this.#arms.on : this.#arms.off;
     const cost = ms / (bytes / 1e6);
     arm.msPerMB = arm.samples === 0 ? cost : arm.msPerMB + ALPHA * (cost - arm.msPerMB);
+    arm.bestMsPerMB = arm.samples === 0 ? cost : Math.min(arm.bestMsPerMB, cost);
     arm.samples++;
     const other = compressed ? this.#arms.off : this.#arms.on;
     if (arm.samples === 1 && other.samples > 0) {
       // Both just measured for the first time: a clear loser is retried later.
-      const ratio =
-        Math.max(arm.msPerMB, other.msPerMB) / Math.max(1e-9, Math.min(arm.msPerMB, other.msPerMB));
-      if (ratio > CLEAR_LOSS) this.#gap = this.#untilRetry = FIRST_RETRY_GAP * 4;
+      if (this.#lossRatio(this.#arms.on.msPerMB <= this.#arms.off.msPerMB) > CLEAR_LOSS) {
+        this.#gap = this.#untilRetry = FIRST_RETRY_GAP * 4;
+      }
     }
+  }
+
+  /**
+   * How many times dearer the losing way is than the better one (`better`: compressed), on each way's best
+   * page. At least 1: when the best pages disagree with the averages, there is no clear loss.
+   */
+  #lossRatio(better: boolean): number {
+    const { on, off } = this.#arms;
+    const [loser, winner] = better ? [off, on] : [on, off];
+    return Math.max(1, loser.bestMsPerMB / Math.max(1e-9, winner.bestMsPerMB));
   }
 
   /** What was measured so far (for diagnostics and tests). */
