@@ -48,6 +48,9 @@ function fullCollection(): (() => void) | null {
 export class IdleCollector {
   #garbage = 0;
   #busy = 0;
+  /** `performance.now()` when the last request ended. */
+  #quietSince = 0;
+  /** At most one timer, re-armed from its own callback: a request costs two counts, not a timer. */
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
   /** Collections run so far (for tests and `stats()`). */
@@ -56,20 +59,20 @@ export class IdleCollector {
   /** A request began. */
   begin(): void {
     this.#busy++;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
   }
 
   /** A request ended. */
   end(): void {
-    this.#busy--;
-    this.#arm();
+    if (--this.#busy === 0) {
+      this.#quietSince = performance.now();
+      this.#arm(QUIET_MS);
+    }
   }
 
   /** `bytes` of bodies were made (and will soon be garbage) or dropped from a cache. */
   garbage(bytes: number): void {
     this.#garbage += bytes;
-    this.#arm();
+    if (this.#busy === 0) this.#arm(Math.max(0, this.#quietSince + QUIET_MS - performance.now()));
   }
 
   close(): void {
@@ -78,19 +81,22 @@ export class IdleCollector {
     this.#timer = undefined;
   }
 
-  #arm(): void {
-    if (this.#closed || this.#busy > 0 || this.#garbage < WORTH_COLLECTING) return;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      if (this.#busy > 0 || this.#closed) return;
-      const gc = fullCollection();
-      this.#garbage = 0;
-      if (gc === null) return;
-      gc();
-      this.collections++;
-    }, QUIET_MS);
+  #arm(ms: number): void {
+    if (this.#closed || this.#timer !== undefined || this.#garbage < WORTH_COLLECTING) return;
+    this.#timer = setTimeout(() => this.#check(), ms);
     // A collector must never keep a process alive.
     this.#timer.unref();
+  }
+
+  #check(): void {
+    this.#timer = undefined;
+    if (this.#closed || this.#busy > 0) return; // the request that is running re-arms when it ends
+    const left = this.#quietSince + QUIET_MS - performance.now();
+    if (left > 1) return this.#arm(left);
+    const gc = fullCollection();
+    this.#garbage = 0;
+    if (gc === null) return;
+    gc();
+    this.collections++;
   }
 }
