@@ -402,14 +402,16 @@ describe('dqs: connection', () => {
   // glibc keeps freed page buffers resident unless its mmap threshold is fixed when a process starts, so
   // `dqs serve` starts the emulator in a child with it set (serve-process.ts) and only supervises it.
   it.runIf(process.platform === 'linux')(
-    'dqs serve: the emulator runs in a child with MALLOC_MMAP_THRESHOLD_ set; SIGTERM stops both, exit 0',
+    'dqs serve: the emulator runs in a child with glibc thresholds set; SIGTERM stops both, exit 0',
     async () => {
       const serve = await startServe([], { cwd: work });
       const pid = serve.child.pid!;
       const children = (await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8')).trim().split(/\s+/);
       const environs = await Promise.all(children.map((c) => readFile(`/proc/${c}/environ`, 'utf8')));
       const server = environs.find((e) => e.split('\0').includes('DQS_SERVE_SUPERVISED=1'));
-      expect(server?.split('\0')).toContain('MALLOC_MMAP_THRESHOLD_=131072');
+      expect(server?.split('\0')).toEqual(
+        expect.arrayContaining(['MALLOC_MMAP_THRESHOLD_=65536', 'MALLOC_TRIM_THRESHOLD_=131072']),
+      );
       const list = await dqs(['datasets', '--json', '--base-url', serve.url, '--api-key', 'demo']);
       expect(list.code, list.stderr).toBe(0);
       const exited = new Promise((resolve) => serve.child.once('exit', resolve));
