@@ -20,44 +20,41 @@ export function onInterrupt(): InterruptHandle {
     }
     controller.abort(new Interrupted(name));
   };
-  const onInt = () => handler('SIGINT');
-  const onTerm = () => handler('SIGTERM');
-  if (isSupervised()) {
+  const supervised = isSupervised();
+  // The process events listened to, removed together by dispose().
+  const listeners: [event: string, listener: (arg?: unknown) => void][] = [
+    ['SIGTERM', () => handler('SIGTERM')],
+  ];
+  if (!supervised) listeners.push(['SIGINT', () => handler('SIGINT')]);
+  else {
     // `dqs serve`'s child (see serve-process.ts): its interrupts come from the parent, once each. The
     // terminal's own copy of a Ctrl-C reaches this process too and is ignored, or one Ctrl-C would count
     // twice. The parent gone (killed): stop as on SIGTERM, then at once.
-    const ignore = () => {};
-    const onMessage = (message: unknown) => {
-      const name = (message as { interrupt?: unknown } | null)?.interrupt;
-      if (name === 'SIGINT' || name === 'SIGTERM') handler(name);
-    };
-    const onOrphaned = () => {
-      handler('SIGTERM');
-      setTimeout(() => handler('SIGTERM'), 2000).unref();
-    };
-    process.on('SIGINT', ignore);
-    process.on('message', onMessage);
-    process.once('disconnect', onOrphaned);
-    process.on('SIGTERM', onTerm);
-    return {
-      signal: controller.signal,
-      dispose() {
-        process.off('SIGINT', ignore);
-        process.off('message', onMessage);
-        process.off('disconnect', onOrphaned);
-        process.off('SIGTERM', onTerm);
-        // The IPC channel would keep the event loop, and so the process, alive.
-        process.disconnect?.();
-      },
-    };
+    listeners.push(
+      ['SIGINT', () => {}],
+      [
+        'message',
+        (message: unknown) => {
+          const name = (message as { interrupt?: unknown } | null)?.interrupt;
+          if (name === 'SIGINT' || name === 'SIGTERM') handler(name);
+        },
+      ],
+      [
+        'disconnect',
+        () => {
+          handler('SIGTERM');
+          setTimeout(() => handler('SIGTERM'), 2000).unref();
+        },
+      ],
+    );
   }
-  process.on('SIGINT', onInt);
-  process.on('SIGTERM', onTerm);
+  for (const [event, listener] of listeners) process.on(event, listener);
   return {
     signal: controller.signal,
     dispose() {
-      process.off('SIGINT', onInt);
-      process.off('SIGTERM', onTerm);
+      for (const [event, listener] of listeners) process.off(event, listener);
+      // The IPC channel would keep the event loop, and so the process, alive.
+      if (supervised) process.disconnect?.();
     },
   };
 }
