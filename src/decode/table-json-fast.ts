@@ -611,22 +611,7 @@ export class FastTableDecoder {
       rowsEnd = i + 1;
       return this.#columns(0, f64, i32, u8, valid, dicts);
     }
-    const r = decodeRows(
-      b,
-      i,
-      page,
-      width,
-      b.length,
-      kinds,
-      f64,
-      i32,
-      u8,
-      valid,
-      dicts,
-      views,
-      page.strPos,
-      page.body,
-    );
+    const r = decodeRows(b, i, page);
     if (loneSurrogate && this.#exactStrings) throw BAIL;
     for (let j = 0; j < width; j++) if (kinds[j] === UTF8) this.#bytesPerRow[j] = page.strPos[j]! / r;
     return this.#columns(r, f64, i32, u8, valid, dicts);
@@ -721,25 +706,11 @@ class PageBuffers {
  * Decodes the rows from `b[i]` (the first row's `[`) to the array's `]`; returns the number of rows and
  * leaves the index after the `]` in `rowsEnd`.
  */
-function decodeRows(
-  b: Buffer,
-  i: number,
-  page: PageBuffers,
-  // The page's members again, and the lengths, as arguments: a load at the entry of a function first
-  // called before V8 gives it a feedback vector has none, and the first call of its optimized code
-  // deopted there.
-  width: number,
-  n: number,
-  kinds: Int8Array,
-  f64: Float64Array[],
-  i32: Int32Array[],
-  u8: Uint8Array[],
-  valid: Uint8Array[],
-  dicts: ByteDictionary[],
-  views: DataView[],
-  strPos: Int32Array,
-  bodyView: DataView,
-): number {
+function decodeRows(b: Buffer, i: number, page: PageBuffers): number {
+  const { kinds, f64, i32, u8, valid, dicts, views, strPos } = page;
+  const bodyView = page.body;
+  const width = kinds.length;
+  const n = b.length;
   let r = 0;
   for (;;) {
     if (b[i] !== 0x5b) throw BAIL;
