@@ -67,7 +67,7 @@ const POW10 = Array.from({ length: 23 }, (_, k) => 10 ** k);
 const scanned = new Float64Array(1);
 /** Set by `unescapeInto` when a lone surrogate was written (as U+FFFD, like `Buffer#write`). */
 let loneSurrogate = false;
-/** Input bytes taken by the last `unicodeEscape` (6, or 12 for a surrogate pair). */
+/** Input bytes taken by the last `unicodeEscape` (6, or 12 for a surrogate pair) or `escapeInto`. */
 let consumed = 6;
 /** The last value read by `readGeneric`. */
 let generic: string | number | boolean | null = null;
@@ -561,7 +561,7 @@ export class FastTableDecoder {
     if (b[i] !== 0x5b) throw BAIL;
     const kinds = this.#kinds;
     const width = kinds.length;
-    let cap = Math.max(16, Math.min(where.limit, 16_384));
+    const cap = Math.max(16, Math.min(where.limit, 16_384));
     // Buffers of a page already appended to the builder are reused (see `recycle()`): a page's worth
     // of fresh allocations per page is what keeps the allocator's footprint (RSS) high.
     const spare = this.#spare.pop();
@@ -569,7 +569,6 @@ export class FastTableDecoder {
     const i32: Int32Array[] = [];
     const u8: Uint8Array[] = [];
     const valid: Uint8Array[] = [];
-    const strPos = new Int32Array(width);
     const dicts: ByteDictionary[] = [];
     for (let j = 0; j < width; j++) {
       const k = kinds[j]!;
@@ -590,299 +589,31 @@ export class FastTableDecoder {
       dicts.push(k === DICT ? new ByteDictionary() : EMPTY_DICT);
     }
     this.#building = { f64, i32, u8, valid };
-    const bodyView = new DataView(b.buffer, b.byteOffset, b.byteLength);
     // Filled by push like the arrays above: an array made by `map` got another hidden class on some
     // pages, and every such page threw the optimized decoder away ("wrong map" deopts).
     const views: DataView[] = [];
     for (const a of u8) views.push(new DataView(a.buffer, a.byteOffset, a.byteLength));
-    let r = 0;
+    const page = new PageBuffers(
+      kinds,
+      cap,
+      f64,
+      i32,
+      u8,
+      valid,
+      views,
+      new Int32Array(width),
+      dicts,
+      new DataView(b.buffer, b.byteOffset, b.byteLength),
+    );
     loneSurrogate = false;
     i = skipWs(b, i + 1);
     if (b[i] === 0x5d) {
       rowsEnd = i + 1;
       return this.#columns(0, f64, i32, u8, valid, dicts);
     }
-    const n = b.length;
-    for (;;) {
-      if (b[i] !== 0x5b) throw BAIL;
-      if (r === cap) {
-        // Recycled buffers may already be longer than `cap`: grow only those that are not.
-        const next = cap * 2;
-        for (let j = 0; j < width; j++) {
-          const k = kinds[j]!;
-          if (k === NUMBER || k === DATETIME) f64[j] = ensure(f64[j]!, next, r);
-          if (k === DATE || k === DICT) i32[j] = ensure(i32[j]!, next, r);
-          if (k === UTF8) i32[j] = ensure(i32[j]!, next + 1, r + 1);
-          if (k === BOOLEAN) u8[j] = ensure(u8[j]!, next, r);
-          if (k !== BOOLEAN && k !== DICT) valid[j] = ensure(valid[j]!, next, r);
-        }
-        cap = next;
-      }
-      i++;
-      for (let j = 0; j < width; j++) {
-        let c = b[i];
-        if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
-          i = skipWs(b, i);
-          c = b[i];
-        }
-        switch (kinds[j]) {
-          case UTF8: {
-            const offsets = i32[j]!;
-            if (c === QUOTE) {
-              // One pass: scan, copy and decode escapes together. No escape decodes to more bytes than it
-              // takes, so the output never runs ahead of the input: while `i < stop` there is room for
-              // the next byte (`stop` also ends at the body's end); an escape checks for its 4 bytes.
-              let out = u8[j]!;
-              let outView = views[j]!;
-              let o = strPos[j]!;
-              i++;
-              let stop = Math.min(n, i + (out.length - o));
-              for (;;) {
-                // Four bytes at a time while none of them is a quote, a backslash or a control character
-                // (SWAR: a byte's high bit survives `(x - 0x01) & ~x` only when x was 0). The lowest
-                // flagged byte is always a real one (false alarms only sit above it, from the borrow), so
-                // the bytes before it are kept and the byte path below starts right at it.
-                while (i + 4 <= stop) {
-                  const v = bodyView.getInt32(i, true);
-                  const q = v ^ 0x22222222;
-                  const e = v ^ 0x5c5c5c5c;
-                  const special =
-                    (((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e) | ((v - 0x20202020) & ~v)) &
-                    0x80808080;
-                  // All four are written (`stop` leaves room); only those before a special byte count.
-                  outView.setInt32(o, v, true);
-                  if (special !== 0) {
-                    const k = (31 - Math.clz32(special & -special)) >> 3;
-                    i += k;
-                    o += k;
-                    break;
-                  }
-                  i += 4;
-                  o += 4;
-                }
-                if (i >= stop) {
-                  if (i >= n) throw BAIL;
-                  out = u8[j] = growText(out, o + 4096, o);
-                  outView = views[j] = new DataView(out.buffer, out.byteOffset, out.byteLength);
-                  stop = Math.min(n, i + (out.length - o));
-                }
-                c = b[i]!;
-                if (c === QUOTE) break;
-                if (c === BACKSLASH) {
-                  if (o + 4 > out.length) {
-                    out = u8[j] = growText(out, o + 4096, o);
-                    outView = views[j] = new DataView(out.buffer, out.byteOffset, out.byteLength);
-                    stop = Math.min(n, i + (out.length - o));
-                  }
-                  const x = b[i + 1];
-                  if (x === 0x6e) out[o++] = 0x0a;
-                  else if (x === QUOTE || x === BACKSLASH || x === 0x2f) out[o++] = x;
-                  else if (x === 0x74) out[o++] = 0x09;
-                  else if (x === 0x72) out[o++] = 0x0d;
-                  else if (x === 0x62) out[o++] = 0x08;
-                  else if (x === 0x66) out[o++] = 0x0c;
-                  else if (x === 0x75) {
-                    o = unicodeEscape(b, i, out, o);
-                    i += consumed - 2;
-                  } else throw BAIL;
-                  i += 2;
-                } else if (c < 0x20) throw BAIL;
-                else {
-                  out[o++] = c;
-                  i++;
-                }
-              }
-              i++;
-              strPos[j] = o;
-              offsets[r + 1] = o;
-              valid[j]![r] = 1;
-            } else if (c === 0x6e && isNullAt(b, i)) {
-              i += 4;
-              offsets[r + 1] = strPos[j]!;
-              valid[j]![r] = 0;
-            } else {
-              i = readGeneric(b, i);
-              const text = generic === null ? null : toText(generic);
-              if (text === undefined) throw BAIL;
-              if (text === null) {
-                offsets[r + 1] = strPos[j]!;
-                valid[j]![r] = 0;
-              } else {
-                let out = u8[j]!;
-                let o = strPos[j]!;
-                if (o + text.length * 3 > out.length) {
-                  out = u8[j] = grow(out, o + text.length * 3, o);
-                  views[j] = new DataView(out.buffer, out.byteOffset, out.byteLength);
-                }
-                o += Buffer.from(out.buffer, out.byteOffset, out.byteLength).write(text, o);
-                strPos[j] = o;
-                offsets[r + 1] = o;
-                valid[j]![r] = 1;
-              }
-            }
-            break;
-          }
-          case NUMBER:
-            if (c === 0x2d || (c !== undefined && c >= 0x30 && c <= 0x39)) {
-              i = scanNumber(b, i);
-              f64[j]![r] = scanned[0]!;
-              valid[j]![r] = 1;
-            } else if (c === 0x6e && isNullAt(b, i)) {
-              i += 4;
-              f64[j]![r] = 0;
-              valid[j]![r] = 0;
-            } else {
-              i = readGeneric(b, i);
-              const x = toNumber(generic);
-              if (Number.isNaN(x)) throw BAIL;
-              f64[j]![r] = x;
-              valid[j]![r] = 1;
-            }
-            break;
-          case DATE: {
-            let days = Number.NaN;
-            if (c === QUOTE) {
-              if (b[i + 9] === QUOTE) {
-                days = dateDaysAt(b, i + 1);
-                if (!Number.isNaN(days)) i += 10;
-              } else if (b[i + 17] === QUOTE && isMidnight(b, i + 9)) {
-                days = dateDaysAt(b, i + 1);
-                if (!Number.isNaN(days)) i += 18;
-              }
-            } else if (c === 0x6e && isNullAt(b, i)) {
-              i += 4;
-              i32[j]![r] = 0;
-              valid[j]![r] = 0;
-              break;
-            }
-            if (Number.isNaN(days)) {
-              i = readGeneric(b, i);
-              if (generic === null) {
-                i32[j]![r] = 0;
-                valid[j]![r] = 0;
-                break;
-              }
-              days = toDateDays(generic);
-              if (Number.isNaN(days)) throw BAIL;
-            }
-            i32[j]![r] = days;
-            valid[j]![r] = 1;
-            break;
-          }
-          case DATETIME: {
-            let ms = Number.NaN;
-            if (c === QUOTE) {
-              if (b[i + 17] === QUOTE && b[i + 9] === 0x54 && b[i + 16] === 0x5a) {
-                ms = dateDaysAt(b, i + 1) * MS_PER_DAY + timeOfDayMsAt(b, i + 10);
-                if (!Number.isNaN(ms)) i += 18;
-              } else if (b[i + 9] === QUOTE) {
-                ms = dateDaysAt(b, i + 1) * MS_PER_DAY;
-                if (!Number.isNaN(ms)) i += 10;
-              }
-            } else if (c === 0x6e && isNullAt(b, i)) {
-              i += 4;
-              f64[j]![r] = 0;
-              valid[j]![r] = 0;
-              break;
-            }
-            if (Number.isNaN(ms)) {
-              i = readGeneric(b, i);
-              if (generic === null) {
-                f64[j]![r] = 0;
-                valid[j]![r] = 0;
-                break;
-              }
-              ms = toTimestampMs(generic);
-              if (Number.isNaN(ms)) throw BAIL;
-            }
-            f64[j]![r] = ms;
-            valid[j]![r] = 1;
-            break;
-          }
-          case BOOLEAN: {
-            const bits = u8[j]!;
-            if (c === 0x74 && b[i + 1] === 0x72 && b[i + 2] === 0x75 && b[i + 3] === 0x65) {
-              i += 4;
-              bits[r] = 1;
-            } else if (
-              c === 0x66 &&
-              b[i + 1] === 0x61 &&
-              b[i + 2] === 0x6c &&
-              b[i + 3] === 0x73 &&
-              b[i + 4] === 0x65
-            ) {
-              i += 5;
-              bits[r] = 0;
-            } else if (c === 0x6e && isNullAt(b, i)) {
-              i += 4;
-              bits[r] = 2;
-            } else {
-              i = readGeneric(b, i);
-              const bit = toBooleanBit(generic);
-              if (bit < 0) throw BAIL;
-              bits[r] = bit;
-            }
-            break;
-          }
-          case DICT: {
-            const dict = dicts[j]!;
-            if (c === QUOTE) {
-              const s = ++i;
-              for (; i < n; i++) {
-                c = b[i]!;
-                if (c === QUOTE || c === BACKSLASH || c < 0x20) break;
-              }
-              if (c === QUOTE) i32[j]![r] = dict.id(b, s, i);
-              else {
-                const e = stringEnd(b, i);
-                const scratch = new Uint8Array(e - s);
-                const before: boolean = loneSurrogate;
-                loneSurrogate = false;
-                const len = unescapeInto(b, s, e, scratch, 0);
-                // Two lone surrogates both encode as U+FFFD but are different strings, so different
-                // entries on the reference path: bytes cannot key them.
-                if (loneSurrogate) throw BAIL;
-                loneSurrogate = before;
-                i32[j]![r] = dict.id(scratch, 0, len);
-                i = e;
-              }
-              i++;
-            } else if (c === 0x6e && isNullAt(b, i)) {
-              i += 4;
-              i32[j]![r] = -1;
-            } else {
-              i = readGeneric(b, i);
-              if (generic === null) i32[j]![r] = -1;
-              else {
-                const text = toText(generic);
-                if (text === undefined) throw BAIL;
-                const bytes = Buffer.from(text);
-                i32[j]![r] = dict.id(bytes, 0, bytes.length);
-              }
-            }
-            break;
-          }
-        }
-        c = b[i];
-        if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
-          i = skipWs(b, i);
-          c = b[i];
-        }
-        if (j < width - 1) {
-          if (c !== COMMA) throw BAIL;
-          i++;
-        } else if (c !== 0x5d) throw BAIL;
-      }
-      i++;
-      r++;
-      i = skipWs(b, i);
-      if (b[i] === COMMA) i = skipWs(b, i + 1);
-      else if (b[i] === 0x5d) break;
-      else throw BAIL;
-    }
-    rowsEnd = i + 1;
+    const r = decodeRows(b, i, page);
     if (loneSurrogate && this.#exactStrings) throw BAIL;
-    for (let j = 0; j < width; j++) if (kinds[j] === UTF8) this.#bytesPerRow[j] = strPos[j]! / r;
+    for (let j = 0; j < width; j++) if (kinds[j] === UTF8) this.#bytesPerRow[j] = page.strPos[j]! / r;
     return this.#columns(r, f64, i32, u8, valid, dicts);
   }
 
@@ -937,6 +668,415 @@ export class FastTableDecoder {
       );
     return { length, columns };
   }
+}
+
+/**
+ * The buffers of the page being decoded, as the row loop and the cell readers share them. The arrays are
+ * the decoder's own (`#rows` hands them on to `#columns`): a buffer that grows is replaced in place.
+ */
+class PageBuffers {
+  constructor(
+    readonly kinds: Int8Array,
+    /** Rows the buffers hold now. */
+    public cap: number,
+    readonly f64: Float64Array[],
+    readonly i32: Int32Array[],
+    readonly u8: Uint8Array[],
+    readonly valid: Uint8Array[],
+    /** Per string column: a view of its bytes in `u8`, for the four-byte copy. */
+    readonly views: DataView[],
+    /** Per string column: bytes written so far. */
+    readonly strPos: Int32Array,
+    readonly dicts: ByteDictionary[],
+    readonly body: DataView,
+  ) {}
+}
+
+/*
+ * The row loop, and a reader per column kind but strings. Small pages are decoded by code V8 is still
+ * learning, and one function for every kind (as this was) took 30-60 ms of TurboFan per compile; any path
+ * its first pages had not taken (the page's end, a first null, a first escape, a kind the previous
+ * dataset lacked) threw it away, to be interpreted (~10x slower) until compiled again: ten compiles in
+ * bench/wan.js's fan-out (121 queries of three datasets). Small functions compile in a few ms, and a
+ * deopt costs only the one it happens in. Strings stay inline (their rare paths are calls): a call per
+ * string cost 5-10 % on string-heavy pages once warm.
+ */
+
+/**
+ * Decodes the rows from `b[i]` (the first row's `[`) to the array's `]`; returns the number of rows and
+ * leaves the index after the `]` in `rowsEnd`.
+ */
+function decodeRows(b: Buffer, i: number, page: PageBuffers): number {
+  const { kinds, f64, i32, u8, valid, dicts, views, strPos } = page;
+  const bodyView = page.body;
+  const width = kinds.length;
+  const n = b.length;
+  let r = 0;
+  for (;;) {
+    if (b[i] !== 0x5b) throw BAIL;
+    if (r === page.cap) growRows(page, r);
+    i++;
+    for (let j = 0; j < width; j++) {
+      let c = b[i];
+      if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
+        i = skipWs(b, i);
+        c = b[i];
+      }
+      switch (kinds[j]) {
+        case UTF8: {
+          // Inline, unlike the other kinds: a call per string cost 7-10 % on string-heavy pages.
+          if (c !== QUOTE) {
+            i = utf8Other(b, i, c, j, r, page);
+            break;
+          }
+          // One pass: scan, copy and decode escapes together. No escape decodes to more bytes than it
+          // takes, so the output never runs ahead of the input: while `i < stop` there is room for
+          // the next byte (`stop` also ends at the body's end); an escape checks for its 4 bytes.
+          let out = u8[j]!;
+          let outView = views[j]!;
+          let o = strPos[j]!;
+          i++;
+          let stop = Math.min(n, i + (out.length - o));
+          for (;;) {
+            // Four bytes at a time while none of them is a quote, a backslash or a control character
+            // (SWAR: a byte's high bit survives `(x - 0x01) & ~x` only when x was 0). The lowest
+            // flagged byte is always a real one (false alarms only sit above it, from the borrow), so
+            // the bytes before it are kept and the byte path below starts right at it.
+            while (i + 4 <= stop) {
+              const v = bodyView.getInt32(i, true);
+              const q = v ^ 0x22222222;
+              const e = v ^ 0x5c5c5c5c;
+              const special =
+                (((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e) | ((v - 0x20202020) & ~v)) & 0x80808080;
+              // All four are written (`stop` leaves room); only those before a special byte count.
+              outView.setInt32(o, v, true);
+              if (special !== 0) {
+                const k = (31 - Math.clz32(special & -special)) >> 3;
+                i += k;
+                o += k;
+                break;
+              }
+              i += 4;
+              o += 4;
+            }
+            if (i >= stop) {
+              if (i >= n) throw BAIL;
+              out = growString(page, j, o);
+              outView = views[j]!;
+              stop = Math.min(n, i + (out.length - o));
+            }
+            c = b[i]!;
+            if (c === QUOTE) break;
+            if (c === BACKSLASH) {
+              if (o + 4 > out.length) {
+                out = growString(page, j, o);
+                outView = views[j]!;
+                stop = Math.min(n, i + (out.length - o));
+              }
+              o = escapeInto(b, i, out, o);
+              i += consumed;
+            } else if (c < 0x20) throw BAIL;
+            else {
+              out[o++] = c;
+              i++;
+            }
+          }
+          i++;
+          strPos[j] = o;
+          i32[j]![r + 1] = o;
+          valid[j]![r] = 1;
+          break;
+        }
+        case NUMBER:
+          i = numberCell(b, i, c, f64[j]!, valid[j]!, r);
+          break;
+        case DATE:
+          i = dateCell(b, i, c, i32[j]!, valid[j]!, r);
+          break;
+        case DATETIME:
+          i = datetimeCell(b, i, c, f64[j]!, valid[j]!, r);
+          break;
+        case BOOLEAN:
+          i = booleanCell(b, i, c, u8[j]!, r);
+          break;
+        case DICT:
+          i = dictCell(b, i, c, i32[j]!, dicts[j]!, r);
+          break;
+      }
+      c = b[i];
+      if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) {
+        i = skipWs(b, i);
+        c = b[i];
+      }
+      if (j < width - 1) {
+        if (c !== COMMA) throw BAIL;
+        i++;
+      } else if (c !== 0x5d) throw BAIL;
+    }
+    i++;
+    r++;
+    i = skipWs(b, i);
+    // Both tests (and the `+ 1`) on every row: the loop is often compiled in the middle of the first
+    // page, and an operation first made at its last row would throw that code away there.
+    const c = b[i];
+    const more = c === COMMA;
+    const end = c === 0x5d;
+    const after = i + 1;
+    if (more) i = skipWs(b, after);
+    else if (end) {
+      rowsEnd = after;
+      return r;
+    } else throw BAIL;
+  }
+}
+
+/** Doubles every column's room for rows (recycled buffers may already be longer: only those that are not). */
+function growRows(page: PageBuffers, r: number): void {
+  const { kinds, f64, i32, u8, valid } = page;
+  const next = page.cap * 2;
+  for (let j = 0; j < kinds.length; j++) {
+    const k = kinds[j]!;
+    if (k === NUMBER || k === DATETIME) f64[j] = ensure(f64[j]!, next, r);
+    if (k === DATE || k === DICT) i32[j] = ensure(i32[j]!, next, r);
+    if (k === UTF8) i32[j] = ensure(i32[j]!, next + 1, r + 1);
+    if (k === BOOLEAN) u8[j] = ensure(u8[j]!, next, r);
+    if (k !== BOOLEAN && k !== DICT) valid[j] = ensure(valid[j]!, next, r);
+  }
+  page.cap = next;
+}
+
+/** Column `j`'s string bytes, grown to hold at least 4096 more after `o` (its view follows). */
+function growString(page: PageBuffers, j: number, o: number): Uint8Array {
+  const out = growText(page.u8[j]!, o + 4096, o);
+  page.u8[j] = out;
+  page.views[j] = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  return out;
+}
+
+/**
+ * Decodes the escape at `b[i]` (a backslash, its sequence checked here) into `out` at `o`, which has
+ * room for 4 bytes; returns the new end, `consumed` the input bytes taken.
+ */
+function escapeInto(b: Buffer, i: number, out: Uint8Array, o: number): number {
+  const x = b[i + 1];
+  consumed = 2;
+  if (x === 0x6e) out[o++] = 0x0a;
+  else if (x === QUOTE || x === BACKSLASH || x === 0x2f) out[o++] = x;
+  else if (x === 0x74) out[o++] = 0x09;
+  else if (x === 0x72) out[o++] = 0x0d;
+  else if (x === 0x62) out[o++] = 0x08;
+  else if (x === 0x66) out[o++] = 0x0c;
+  else if (x === 0x75) return unicodeEscape(b, i, out, o);
+  else throw BAIL;
+  return o;
+}
+
+/** A `string` cell that is not a string literal (`c` is `b[i]`): null, or a scalar as its text. */
+function utf8Other(
+  b: Buffer,
+  i: number,
+  c: number | undefined,
+  j: number,
+  r: number,
+  page: PageBuffers,
+): number {
+  const offsets = page.i32[j]!;
+  const valid = page.valid[j]!;
+  if (c === 0x6e && isNullAt(b, i)) {
+    offsets[r + 1] = page.strPos[j]!;
+    valid[r] = 0;
+    return i + 4;
+  }
+  i = readGeneric(b, i);
+  const text = generic === null ? null : toText(generic);
+  if (text === undefined) throw BAIL;
+  if (text === null) {
+    offsets[r + 1] = page.strPos[j]!;
+    valid[r] = 0;
+  } else {
+    let out = page.u8[j]!;
+    let o = page.strPos[j]!;
+    if (o + text.length * 3 > out.length) {
+      out = page.u8[j] = grow(out, o + text.length * 3, o);
+      page.views[j] = new DataView(out.buffer, out.byteOffset, out.byteLength);
+    }
+    o += Buffer.from(out.buffer, out.byteOffset, out.byteLength).write(text, o);
+    page.strPos[j] = o;
+    offsets[r + 1] = o;
+    valid[r] = 1;
+  }
+  return i;
+}
+
+/** A `number` cell at `b[i]` (`c` is `b[i]`) into row `r`; returns the index after it. */
+function numberCell(
+  b: Buffer,
+  i: number,
+  c: number | undefined,
+  values: Float64Array,
+  valid: Uint8Array,
+  r: number,
+): number {
+  if (c === 0x2d || (c !== undefined && c >= 0x30 && c <= 0x39)) {
+    i = scanNumber(b, i);
+    values[r] = scanned[0]!;
+    valid[r] = 1;
+  } else if (c === 0x6e && isNullAt(b, i)) {
+    i += 4;
+    values[r] = 0;
+    valid[r] = 0;
+  } else {
+    i = readGeneric(b, i);
+    const x = toNumber(generic);
+    if (Number.isNaN(x)) throw BAIL;
+    values[r] = x;
+    valid[r] = 1;
+  }
+  return i;
+}
+
+/** A `date` cell (days since the epoch); returns the index after it. */
+function dateCell(
+  b: Buffer,
+  i: number,
+  c: number | undefined,
+  values: Int32Array,
+  valid: Uint8Array,
+  r: number,
+): number {
+  let days = Number.NaN;
+  if (c === QUOTE) {
+    if (b[i + 9] === QUOTE) {
+      days = dateDaysAt(b, i + 1);
+      if (!Number.isNaN(days)) i += 10;
+    } else if (b[i + 17] === QUOTE && isMidnight(b, i + 9)) {
+      days = dateDaysAt(b, i + 1);
+      if (!Number.isNaN(days)) i += 18;
+    }
+  } else if (c === 0x6e && isNullAt(b, i)) {
+    values[r] = 0;
+    valid[r] = 0;
+    return i + 4;
+  }
+  if (Number.isNaN(days)) {
+    i = readGeneric(b, i);
+    if (generic === null) {
+      values[r] = 0;
+      valid[r] = 0;
+      return i;
+    }
+    days = toDateDays(generic);
+    if (Number.isNaN(days)) throw BAIL;
+  }
+  values[r] = days;
+  valid[r] = 1;
+  return i;
+}
+
+/** A `datetime` cell (ms since the epoch); returns the index after it. */
+function datetimeCell(
+  b: Buffer,
+  i: number,
+  c: number | undefined,
+  values: Float64Array,
+  valid: Uint8Array,
+  r: number,
+): number {
+  let ms = Number.NaN;
+  if (c === QUOTE) {
+    if (b[i + 17] === QUOTE && b[i + 9] === 0x54 && b[i + 16] === 0x5a) {
+      ms = dateDaysAt(b, i + 1) * MS_PER_DAY + timeOfDayMsAt(b, i + 10);
+      if (!Number.isNaN(ms)) i += 18;
+    } else if (b[i + 9] === QUOTE) {
+      ms = dateDaysAt(b, i + 1) * MS_PER_DAY;
+      if (!Number.isNaN(ms)) i += 10;
+    }
+  } else if (c === 0x6e && isNullAt(b, i)) {
+    values[r] = 0;
+    valid[r] = 0;
+    return i + 4;
+  }
+  if (Number.isNaN(ms)) {
+    i = readGeneric(b, i);
+    if (generic === null) {
+      values[r] = 0;
+      valid[r] = 0;
+      return i;
+    }
+    ms = toTimestampMs(generic);
+    if (Number.isNaN(ms)) throw BAIL;
+  }
+  values[r] = ms;
+  valid[r] = 1;
+  return i;
+}
+
+/** A `boolean` cell (0 false, 1 true, 2 null); returns the index after it. */
+function booleanCell(b: Buffer, i: number, c: number | undefined, bits: Uint8Array, r: number): number {
+  if (c === 0x74 && b[i + 1] === 0x72 && b[i + 2] === 0x75 && b[i + 3] === 0x65) {
+    bits[r] = 1;
+    return i + 4;
+  }
+  if (c === 0x66 && b[i + 1] === 0x61 && b[i + 2] === 0x6c && b[i + 3] === 0x73 && b[i + 4] === 0x65) {
+    bits[r] = 0;
+    return i + 5;
+  }
+  if (c === 0x6e && isNullAt(b, i)) {
+    bits[r] = 2;
+    return i + 4;
+  }
+  i = readGeneric(b, i);
+  const bit = toBooleanBit(generic);
+  if (bit < 0) throw BAIL;
+  bits[r] = bit;
+  return i;
+}
+
+/** A dictionary `string` cell: its id in the page's dictionary (-1 for null); returns the index after it. */
+function dictCell(
+  b: Buffer,
+  i: number,
+  c: number | undefined,
+  ids: Int32Array,
+  dict: ByteDictionary,
+  r: number,
+): number {
+  if (c === QUOTE) {
+    const n = b.length;
+    const s = ++i;
+    for (; i < n; i++) {
+      c = b[i]!;
+      if (c === QUOTE || c === BACKSLASH || c < 0x20) break;
+    }
+    if (c === QUOTE) ids[r] = dict.id(b, s, i);
+    else {
+      const e = stringEnd(b, i);
+      const scratch = new Uint8Array(e - s);
+      const before: boolean = loneSurrogate;
+      loneSurrogate = false;
+      const len = unescapeInto(b, s, e, scratch, 0);
+      // Two lone surrogates both encode as U+FFFD but are different strings, so different
+      // entries on the reference path: bytes cannot key them.
+      if (loneSurrogate) throw BAIL;
+      loneSurrogate = before;
+      ids[r] = dict.id(scratch, 0, len);
+      i = e;
+    }
+    return i + 1;
+  }
+  if (c === 0x6e && isNullAt(b, i)) {
+    ids[r] = -1;
+    return i + 4;
+  }
+  i = readGeneric(b, i);
+  if (generic === null) ids[r] = -1;
+  else {
+    const text = toText(generic);
+    if (text === undefined) throw BAIL;
+    const bytes = Buffer.from(text);
+    ids[r] = dict.id(bytes, 0, bytes.length);
+  }
+  return i;
 }
 
 /** Spare page buffers kept per decoder (pages in the window are decoded into fresh ones beyond this). */
