@@ -92,7 +92,10 @@ export class IdleCollector {
     this.#timer = undefined;
     if (this.#closed || this.#busy > 0) return; // the request that is running re-arms when it ends
     const left = this.#quietSince + QUIET_MS - performance.now();
-    if (left > 1) return this.#arm(left);
+    if (left > 1) {
+      this.#arm(left);
+      return;
+    }
     const gc = fullCollection();
     this.#garbage = 0;
     if (gc === null) return;
