@@ -46,33 +46,31 @@ function fullCollection(): (() => void) | null {
 }
 
 export class IdleCollector {
+  /** Whether the emulator is answering a request now: its own count, not a second one kept here. */
+  readonly #busy: () => boolean;
   #garbage = 0;
-  #busy = 0;
-  /** `performance.now()` when the last request ended. */
+  /** `performance.now()` when the emulator last became idle. */
   #quietSince = 0;
-  /** At most one timer, re-armed from its own callback: a request costs two counts, not a timer. */
+  /** At most one timer, re-armed from its own callback: a request costs nothing here, not a timer. */
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
   /** Collections run so far (for tests and `stats()`). */
   collections = 0;
 
-  /** A request began. */
-  begin(): void {
-    this.#busy++;
+  constructor(busy: () => boolean) {
+    this.#busy = busy;
   }
 
-  /** A request ended. */
-  end(): void {
-    if (--this.#busy === 0) {
-      this.#quietSince = performance.now();
-      this.#arm(QUIET_MS);
-    }
+  /** The emulator's last request in flight has ended. */
+  quiet(): void {
+    this.#quietSince = performance.now();
+    this.#arm(QUIET_MS);
   }
 
   /** `bytes` of bodies were made (and will soon be garbage) or dropped from a cache. */
   garbage(bytes: number): void {
     this.#garbage += bytes;
-    if (this.#busy === 0) this.#arm(Math.max(0, this.#quietSince + QUIET_MS - performance.now()));
+    if (!this.#busy()) this.#arm(Math.max(0, this.#quietSince + QUIET_MS - performance.now()));
   }
 
   close(): void {
@@ -90,7 +88,7 @@ export class IdleCollector {
 
   #check(): void {
     this.#timer = undefined;
-    if (this.#closed || this.#busy > 0) return; // the request that is running re-arms when it ends
+    if (this.#closed || this.#busy()) return; // the request that is running re-arms when it ends
     const left = this.#quietSince + QUIET_MS - performance.now();
     if (left > 1) {
       this.#arm(left);

@@ -99,7 +99,7 @@ class EmulatorServer implements Emulator {
   /** Extra descriptors of the listening socket (`acceptWidth`), closed with the server. */
   #wide: WideAccept | undefined;
   /** A full collection once idle after a load, so dead page Buffers do not stay resident. */
-  readonly #idle = new IdleCollector();
+  readonly #idle = new IdleCollector(() => this.#active > 0);
   /** Requests admitted and not yet answered in full (`maxInFlight`). */
   #inFlight = 0;
   /** Requests being handled, admitted or not. */
@@ -255,11 +255,9 @@ class EmulatorServer implements Emulator {
     const gone = new AbortController();
     const signal = gone.signal;
     this.#active++;
-    this.#idle.begin();
     this.#answering.add(gone);
     res.once('close', () => {
-      this.#active--;
-      this.#idle.end();
+      if (--this.#active === 0) this.#idle.quiet();
       this.#answering.delete(gone);
       if (!res.writableFinished) gone.abort();
     });
