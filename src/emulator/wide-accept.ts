@@ -70,9 +70,6 @@ export async function widenAccept(
       env: {},
     });
     helper = child;
-    child.on('message', (message: unknown, handle: unknown) => {
-      if (message === 'connection' && handle) onConnection(handle as Socket);
-    });
     // All the copies asked at once: Node passes one handle at a time each way and queues the rest, so
     // the helper returns one copy while the next is on its way to it.
     const want = width - 1;
@@ -90,7 +87,13 @@ export async function widenAccept(
       child.once('error', finish);
       child.once('exit', finish);
       child.on('message', (message: unknown, handle: unknown) => {
-        if (message !== 'mirrored' || !handle) return;
+        if (!handle) return;
+        // A connection the helper accepted while it held the listener: ours like any other.
+        if (message === 'connection') {
+          onConnection(handle as Socket);
+          return;
+        }
+        if (message !== 'mirrored') return;
         const copy = handle as Server;
         // Too late (given up, or closed meanwhile): not ours to keep listening.
         if (settled || closed) {
