@@ -49,7 +49,11 @@ const contenders = {
   async lib() {
     const client = new DatasetClient({ baseUrl: url, apiKey: key, ...job.clientOptions });
     const changes = [];
-    client.on('concurrency', (c) => changes.push(c.limit));
+    client.on('concurrency', (c) => {
+      if (changes.length === 0) changes.push(c.previous);
+      changes.push(c.limit);
+      trace?.push(`${(performance.now() - t0).toFixed(0).padStart(6)} ms  concurrency ${c.limit}`);
+    });
     // Where the time goes, page by page (docs/compression.md): summed here, reported as `split`.
     const split = {
       pages: 0,
@@ -72,6 +76,11 @@ const contenders = {
       split.waitMs += p.waitMs;
       split.bodyMs += p.bodyMs;
       split.decodeMs += p.decodeMs;
+      const end = performance.now() - t0;
+      trace?.push(
+        `${end.toFixed(0).padStart(6)} ms  page ${p.start}+${p.limit}: sent ${(end - p.decodeMs - p.bodyMs - p.waitMs).toFixed(0)}, ` +
+          `wait ${p.waitMs.toFixed(0)}, body ${p.bodyMs.toFixed(0)}, decode ${p.decodeMs.toFixed(0)}, ${(p.bytes / 1e6).toFixed(1)} MB`,
+      );
     });
     try {
       const result = await client.query(job.dataset, job.body ?? {});
@@ -128,6 +137,9 @@ const contenders = {
   },
 };
 
+// DQS_WAN_TRACE=1: the library contenders print their pages and concurrency changes, in time order, on
+// stderr (where the time goes in one run; wan.js reads only stdout).
+const trace = process.env.DQS_WAN_TRACE ? [] : undefined;
 const run = contenders[contender];
 if (!run) throw new Error(`unknown contender ${contender}`);
 const t0 = performance.now();
@@ -139,3 +151,4 @@ try {
 }
 const ms = performance.now() - t0;
 console.log(JSON.stringify({ contender, ms, maxRssMB: process.resourceUsage().maxRSS / 1024, ...out }));
+if (trace) process.stderr.write(`${trace.join('\n')}\n`);

@@ -212,7 +212,7 @@ async function once(scenario, contender, job, emulatorOptions) {
   // A rate limit's window must start empty for every contender; other scenarios keep a warm page cache.
   server.send({ start: emulatorOptions, fresh: Boolean(scenario.emulator.requestsPerMinute) });
   const url = await next('url');
-  const { stdout } = await run(
+  const { stdout, stderr } = await run(
     process.execPath,
     [
       new URL('./wan-client.js', import.meta.url).pathname,
@@ -223,6 +223,9 @@ async function once(scenario, contender, job, emulatorOptions) {
     { maxBuffer: 1 << 20 },
   );
   const result = JSON.parse(stdout.trim().split('\n').pop());
+  // DQS_WAN_TRACE=1: the library's pages and concurrency changes (bench/wan-client.js), on stderr.
+  if (process.env.DQS_WAN_TRACE && stderr)
+    console.error(`--- ${scenario.name}: ${contender.name}\n${stderr}`);
   if (scenario.report === 'refusals') {
     server.send({ requests: true });
     const requests = await next('requests');
@@ -324,7 +327,7 @@ for (const scenario of selected) {
           `page wait ${(m('waitMs') / 1000).toFixed(2)} s + body ${(m('bodyMs') / 1000).toFixed(2)} s (summed over pages)`,
       );
     }
-    if (conc) notes.push(`concurrency ${[2, ...conc].slice(0, 12).join('→')}${conc.length > 11 ? '…' : ''}`);
+    if (conc) notes.push(`concurrency ${conc.slice(0, 12).join('→')}${conc.length > 12 ? '…' : ''}`);
     if (!ok.length) {
       console.log(`| ${contender.name} | - | - | - | - | ${notes.join('; ')} |`);
       continue;
