@@ -252,7 +252,7 @@ describe('ResultStream', () => {
         .filter((r) => r.method === 'GET' && /\/query\/[0-9a-f]{64}$/.test(r.path))
         .map((r) => Number(r.query.limit));
     // web_traffic rows are thin: ~4.5 MB pages hold well over 10,000 rows.
-    const thin = await setup({ seed: SEED, rowCap: 60_000 });
+    const thin = await setup({ seed: SEED, rowCap: 150_000 });
     const all = await thin.client.query('web_traffic', {});
     const table = await all.toTable();
     expect(table.numRows).toBe(all.total);
@@ -260,14 +260,14 @@ describe('ResultStream', () => {
     expect(asked.slice(0, 2)).toEqual([1, 10_000]); // the query's descriptors, then the first page
     expect(Math.max(...asked.slice(1))).toBeGreaterThan(10_000);
     // A server that answers at most 3,000 rows: pages planned once the first came back ask for no more.
-    // (Up to 4 pages of 10,000 are planned before: 2 in flight at first, and 2 more in the window.)
-    const clamped = await setup({ seed: SEED, rowCap: 60_000, maxPageSize: 3000 });
+    // (Up to 8 pages of 10,000 are planned before: 4 in flight at first, and 4 more in the window.)
+    const clamped = await setup({ seed: SEED, rowCap: 120_000, maxPageSize: 3000 });
     const result = await clamped.client.query('web_traffic', {});
     const rows = await result.toArray();
     expect(rows.map((r) => toWire(result.fields, r))).toEqual(
-      expected('web_traffic', {}, 1, result.total, 60_000),
+      expected('web_traffic', {}, 1, result.total, 120_000),
     );
-    const late = clamped.emu.requests.filter((r) => r.method === 'GET' && Number(r.query.start) > 40_000);
+    const late = clamped.emu.requests.filter((r) => r.method === 'GET' && Number(r.query.start) > 80_000);
     expect(late.length).toBeGreaterThan(0);
     expect(Math.max(...late.map((r) => Number(r.query.limit)))).toBeLessThanOrEqual(3000);
   });

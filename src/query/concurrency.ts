@@ -8,17 +8,19 @@
  *   a paced link latency rises *with* throughput as more requests share the bandwidth, so a latency
  *   gradient stops growing too early. The rule, per round (a round ends when a request started after
  *   it began completes, so it lasts one request latency at the current limit):
- *     1. startup: double the limit while the round's delivery rate grows by >= 15 % and a consumer
- *        waited for a page in it (as TCP grows only a window that limits the sender, RFC 7661: when pages
- *        wait for the consumer, a faster round is the client warming up, not the link, and on loopback
- *        growing on it put 16-32 pages in flight that then waited to be decoded); after one round
- *        without that gain, settle on the bandwidth-delay product measured so far;
- *     2. steady: probe one step (an eighth of the limit, at least 1) up or down each round; keep a step up
- *        only if the rate rose >= 5 %, keep a step down unless the rate fell >= 5 % (latency that climbs
- *        without throughput gain is undone this way), otherwise turn back;
- *     3. a 429/503 or a timeout: the service is full; the limit becomes what was in flight minus the
- *        requests of that overshoot it refused (for a 503 or a timeout, 0.7 times the limit), and that
- *        becomes a ceiling. A probe above it comes after 32 rounds for a 429 (a refused probe costs a
+ *     1. startup: from 4, double the limit while the round's delivery rate grows by >= 15 %, a consumer
+ *        waited for a page in it and the process was not busy (event loop < 85 %): as TCP grows only a
+ *        window that limits the sender (RFC 7661), since when pages wait for the consumer or the CPU, a
+ *        faster round is the client warming up, not the link, and on loopback growing on it put 16-32
+ *        pages in flight that then waited to be decoded; after one round without that gain, settle on
+ *        the bandwidth-delay product measured so far;
+ *     2. steady: keep the bandwidth-delay product in flight (1.2 x the best recent round's rate x the
+ *        lowest request latency, over the mean page), at least 2; every 8 rounds probe a quarter higher,
+ *        which stays only if it raised the best rate (latency that climbs without throughput gain does
+ *        not raise the target, so the probe is undone);
+ *     3. a 429/503 or a timeout: the service is full; after a 429 the limit becomes one less than the
+ *        requests on the wire when the refused one was sent (the lowest such count among the refusals
+ *        of one overshoot), after a 503 or a timeout 0.7 times the limit; that becomes a ceiling. A probe above it comes after 32 rounds for a 429 (a refused probe costs a
  *        page its `Retry-After`, and a cap on requests in flight rarely lifts within a query), after 8
  *        for an overload; each refused probe doubles the wait, up to 64 rounds.
  * The clock is injected so tests drive it deterministically.
@@ -33,7 +35,10 @@ export interface ConcurrencyController {
   started(now: number): number;
   /** A request finished with `bytes` of page data after `latencyMs`. */
   succeeded(seq: number, bytes: number, now: number): void;
-  /** The service pushed back; `inFlight` requests held a slot when it did. */
+  /**
+   * The service pushed back. `inFlight`: the requests on the wire when the refused one was sent, itself
+   * included (what the service saw when it refused).
+   */
   congested(kind: Congestion, inFlight: number, now: number): void;
   /** A consumer waited for a page still on its way: the link, not the consumer, holds delivery back. */
   starved?(now: number): void;
@@ -72,13 +77,47 @@ export class FixedConcurrency implements ConcurrencyController {
   }
 }
 
+/**
+ * The limit before anything is measured. 4, not 2: on the WAN bench (a page takes ~0.5 s) each doubling
+ * round costs half a second, and starting a round later left 500k rows at 0.56 of the physical limit
+ * against 0.62; on loopback the limit only grows while the consumer waits, so it starts and stays low.
+ */
+export const INITIAL_LIMIT = 4;
+/**
+ * The limit to start from when requests are metered (a rate limit, set or learned): the pages started
+ * before the first one shows the bytes per row keep the first guess of their size, and under a rate
+ * limit each of them is a request the result need not have cost.
+ */
+export const METERED_INITIAL_LIMIT = 2;
+
 export interface AdaptiveOptions {
-  /** Limit before anything is measured. @default 2 */
+  /** Limit before anything is measured. @default INITIAL_LIMIT (4) */
   readonly initial?: number;
   /** @default 64 */
   readonly max?: number;
   /** @default 1 */
   readonly min?: number;
+  /**
+   * The share of time the process was busy since the previous call, 0 to 1 (`eventLoopBusy()`: the
+   * event loop's utilization). Startup grows only while it is below BUSY_CEILING. Unset: not measured.
+   */
+  readonly busy?: () => number;
+}
+
+/**
+ * A sampler of the event loop's utilization for `AdaptiveOptions.busy`; 0 where the runtime does not
+ * measure it (growth is then judged by the delivery rate alone, as before).
+ */
+export function eventLoopBusy(): () => number {
+  const measure = performance.eventLoopUtilization?.bind(performance);
+  if (typeof measure !== 'function') return () => 0;
+  let last = measure();
+  return () => {
+    const now = measure();
+    const { utilization } = measure(now, last);
+    last = now;
+    return Number.isFinite(utilization) ? utilization : 0;
+  };
 }
 
 /** Startup goes on while a round delivers this much more than the best before it. */
@@ -90,6 +129,13 @@ const STARTUP_GAIN = 1.15;
  * nearer the physical limit (0.55 against 0.50 of it), the overshoot costing more than the round saved.
  */
 const STARTUP_GROWTH = 2;
+/**
+ * Startup does not grow while the process was busier than this in the round: the client's own CPU
+ * (decoding, the consumer), not the link, then holds delivery back, and more requests only queue pages
+ * for it. On loopback a 500k-row IPC export grew 4 -> 8 -> 16 on a rising rate (the client warming up)
+ * and ran 15 % slower with 60 MB more resident; on the WAN bench the loop is 20-40 % busy while growing.
+ */
+const BUSY_CEILING = 0.85;
 /** In flight = this many times the bandwidth-delay product: room for jitter, not a queue. */
 const BDP_GAIN = 1.2;
 /** Rounds between probes above the target (and above a ceiling an overload set). */
@@ -104,6 +150,7 @@ const RATE_WINDOW = 10;
 export class AdaptiveConcurrency implements ConcurrencyController {
   readonly #min: number;
   readonly #max: number;
+  readonly #busy: (() => number) | undefined;
   #limit: number;
   #phase: 'startup' | 'steady' = 'startup';
   #seq = 0;
@@ -136,8 +183,10 @@ export class AdaptiveConcurrency implements ConcurrencyController {
   constructor(options: AdaptiveOptions = {}) {
     this.#min = options.min ?? 1;
     this.#max = options.max ?? 64;
+    this.#busy = options.busy;
+    this.#busy?.(); // the first round's share is measured from here
     this.#ceiling = this.#max;
-    this.#limit = this.#clamp(options.initial ?? 2);
+    this.#limit = this.#clamp(options.initial ?? INITIAL_LIMIT);
   }
 
   get limit(): number {
@@ -169,15 +218,28 @@ export class AdaptiveConcurrency implements ConcurrencyController {
   }
 
   congested(kind: Congestion, inFlight: number, now: number): void {
-    // One cut per round: the requests of one overshoot all come back refused, and are one signal. (Not
-    // one request fewer per refusal: requests that ended and started while the refusals were on their
-    // way make that count over-cut, 8 in flight and 4 refused under a cap of 6 in simulation.)
     const latency = Number.isFinite(this.#minLatency) ? this.#minLatency : 1;
-    if (now - this.#lastCutAt < latency) return;
+    const recent = now - this.#lastCutAt < latency;
+    if (kind === 'throttled') {
+      // A 429 says how many the service accepts: fewer than were on the wire when the refused request
+      // was sent (`inFlight` counts them, itself included). The requests of one overshoot come back
+      // refused one after another, sent at different counts: the lowest one tells the cap, and later
+      // ones, sent before the cut, change nothing.
+      const cut = this.#clampToRange(inFlight - 1);
+      if (recent) {
+        if (cut < this.#ceiling) {
+          this.#ceiling = cut;
+          this.#limit = this.#clamp(this.#limit);
+        }
+        return;
+      }
+    } else if (recent) {
+      // One cut per round for an overload: the requests it slowed all come back failed, and are one signal.
+      return;
+    }
     this.#lastCutAt = now;
-    // A 429 says how many the service accepts: one fewer than were in flight. A 503 or a timeout says
-    // only that it is overloaded: cut by 30 %.
-    const cut = kind === 'throttled' ? Math.min(this.#limit, inFlight) - 1 : Math.floor(this.#limit * 0.7);
+    // A 503 or a timeout says only that the service is overloaded: cut by 30 %.
+    const cut = kind === 'throttled' ? inFlight - 1 : Math.floor(this.#limit * 0.7);
     if (this.#probeFrom !== undefined && this.#ceiling < this.#max) {
       this.#probeEvery = Math.min(PROBE_MAX, this.#probeEvery * 2);
     } else if (this.#ceiling >= this.#max) {
@@ -189,7 +251,7 @@ export class AdaptiveConcurrency implements ConcurrencyController {
     this.#phase = 'steady';
     this.#probeFrom = undefined;
     this.#sinceProbe = 0;
-    this.#limit = this.#clamp(this.#ceiling);
+    this.#limit = this.#clamp(Math.min(this.#limit, this.#ceiling));
     this.#newRound(now);
   }
 
@@ -213,13 +275,16 @@ export class AdaptiveConcurrency implements ConcurrencyController {
   }
 
   #endRound(rate: number): void {
+    const busy = this.#busy?.() ?? 0;
     this.#rates.push(rate);
     if (this.#rates.length > RATE_WINDOW) this.#rates.shift();
     if (this.#phase === 'startup') {
       if (rate >= this.#startupBest * STARTUP_GAIN) {
         this.#startupBest = rate;
         this.#stalls = 0;
-        if (this.#roundStarved) this.#limit = this.#clamp(this.#limit * STARTUP_GROWTH);
+        if (this.#roundStarved && busy < BUSY_CEILING) {
+          this.#limit = this.#clamp(this.#limit * STARTUP_GROWTH);
+        }
         return;
       }
       // One round without a gain ends it: the limit just doubled, so a real gain (>= 15 %) would show.

@@ -35,6 +35,8 @@ export interface PageFetchContext {
   readonly timeoutMs?: number | undefined;
   /** Told about each retried page request (the stream steps its concurrency down on 429s). */
   readonly onRetry?: ((event: RetryEvent) => void) | undefined;
+  /** Told as each page request goes out; the function it returns, once that request has ended. */
+  readonly onSend?: (() => () => void) | undefined;
   /** Opens a page's response another way (a page already read with the query); default: a GET. */
   readonly openPage?: ((range: PageRange, signal: AbortSignal) => Promise<HttpResponse>) | undefined;
 }
@@ -92,6 +94,15 @@ export interface PageTiming {
 }
 
 async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSignal): Promise<Piece> {
+  const ended = ctx.onSend?.();
+  try {
+    return await fetchPieceSent(ctx, sub, signal);
+  } finally {
+    ended?.();
+  }
+}
+
+async function fetchPieceSent(ctx: PageFetchContext, sub: PageRange, signal: AbortSignal): Promise<Piece> {
   const sentAt = performance.now();
   const response = ctx.openPage
     ? await ctx.openPage(sub, signal)

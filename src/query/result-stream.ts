@@ -30,17 +30,19 @@ import type { FieldDescriptor } from '../core/wire.js';
 import { PageDecoder } from '../decode/index.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import type { RetryEvent } from '../transport/retry.js';
-import { AdaptiveConcurrency, type Congestion, FixedConcurrency } from './concurrency.js';
+import {
+  AdaptiveConcurrency,
+  type Congestion,
+  eventLoopBusy,
+  FixedConcurrency,
+  INITIAL_LIMIT,
+  METERED_INITIAL_LIMIT,
+} from './concurrency.js';
 import { OrderedWindow, type WindowTask } from './ordered-window.js';
 import { fetchPage, type PageData, type PageFetchContext, partLength } from './page-fetcher.js';
 import { checkRowLimit, PagePlan, type PageRange } from './page-plan.js';
 import { type ConcurrencyChange, type Permit, RequestScheduler } from './scheduler.js';
-import {
-  chooseFormat,
-  DEFAULT_CONCURRENCY,
-  DEFAULT_MAX_CONCURRENCY,
-  type NormalizedStreamOptions,
-} from './stream-options.js';
+import { chooseFormat, DEFAULT_MAX_CONCURRENCY, type NormalizedStreamOptions } from './stream-options.js';
 
 /** What a stream needs to know about a completed query. */
 export interface ResultSource {
@@ -216,7 +218,7 @@ export class ResultStream extends Readable {
    */
   get concurrency(): number {
     const opts = this.#options;
-    return this.#scheduler?.limit ?? (opts.concurrency === 'auto' ? DEFAULT_CONCURRENCY : opts.concurrency);
+    return this.#scheduler?.limit ?? (opts.concurrency === 'auto' ? INITIAL_LIMIT : opts.concurrency);
   }
 
   #checkpointAt(nextRow: number): Checkpoint | undefined {
@@ -372,20 +374,37 @@ export class ResultStream extends Readable {
       }
       return page;
     };
-    const fetchWith = (range: PageRange, s: AbortSignal, permit: Permit | undefined) =>
-      fetchPage(
+    // Pages of this stream waiting out a pause before a retry (a Retry-After, most often): each holds
+    // its slot in the window while the consumer waits for it.
+    let pausing = 0;
+    const fetchWith = (range: PageRange, s: AbortSignal, permit: Permit | undefined) => {
+      let paused = false;
+      const resume = () => {
+        if (paused) pausing--;
+        paused = false;
+      };
+      return fetchPage(
         {
           ...ctx,
+          onSend: () => {
+            resume();
+            return permit ? permit.sending() : () => {};
+          },
           // The retries of this page tell its permit (and so the controller) that the service pushed back.
           onRetry: (event: RetryEvent) => {
             this.emit('retry', event);
+            if (!paused) pausing++;
+            paused = true;
             const kind = congestionOf(event.error);
             if (kind && permit) permit.congested(kind);
           },
         },
         range,
         s,
-      ).then(learnFrom);
+      )
+        .finally(resume)
+        .then(learnFrom);
+    };
     let firstTask: WindowTask<PageData> | undefined;
     if (first) {
       pages.skip(first.range);
@@ -408,12 +427,14 @@ export class ResultStream extends Readable {
       {
         scheduler,
         // A fixed concurrency keeps its documented window (2 x). 'auto' holds as many pages again as are in
-        // flight, so a page waiting out a Retry-After does not stop the others (at least 2 more: a slow
-        // consumer on loopback, at a limit of 2, holds 4 pages, as before); windowBytes bounds it too.
+        // flight (at least 2 more: a slow consumer on loopback, at a limit of 2, holds 4 pages, as before),
+        // and as many again for each page waiting out a Retry-After: the consumer waits for that page,
+        // and without the room the other requests would stop too, for a second or more (under a cap of 6
+        // on the WAN bench, a page refused twice held the link idle 0.6 s). windowBytes bounds it all.
         maxPages: () =>
           opts.window ??
           (opts.concurrency === 'auto'
-            ? Math.max(scheduler.limit + 2, 2 * scheduler.limit)
+            ? Math.max(scheduler.limit + 2, 2 * scheduler.limit) + pausing * scheduler.limit
             : 2 * scheduler.limit),
         maxBytes: opts.windowBytes,
         sizeOf: (page) => page.bytes,
@@ -491,7 +512,11 @@ export class ResultStream extends Readable {
     if (opts.concurrency !== 'auto') return new RequestScheduler(new FixedConcurrency(opts.concurrency));
     if (opts.maxConcurrency === undefined && source.scheduler) return source.scheduler;
     return new RequestScheduler(
-      new AdaptiveConcurrency({ max: opts.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY }),
+      new AdaptiveConcurrency({
+        max: opts.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY,
+        busy: eventLoopBusy(),
+        initial: source.client.http.rateLimited ? METERED_INITIAL_LIMIT : INITIAL_LIMIT,
+      }),
     );
   }
 

@@ -18,6 +18,12 @@ export interface ConcurrencyChange {
 export interface Permit {
   /** The request's page data arrived: `bytes` of it. */
   succeeded(bytes: number): void;
+  /**
+   * A request of this permit goes out now (the first, or a retry after a pause); call the function
+   * returned once it has ended, answered or failed. How many requests were out with it is what a refusal
+   * of it is judged by.
+   */
+  sending(): () => void;
   /** The service pushed back (429/503, a timeout); the request will be retried under this permit. */
   congested(kind: Congestion): void;
   /** Gives the slot back (always, in a `finally`). */
@@ -37,6 +43,11 @@ export class RequestScheduler {
   readonly #waiters: Waiter[] = [];
   readonly #listeners = new Set<(change: ConcurrencyChange) => void>();
   #active = 0;
+  /**
+   * Requests on the wire now: permits hold a slot while a page waits out a Retry-After too, but only
+   * requests sent count for a service that caps requests in flight.
+   */
+  #sending = 0;
 
   constructor(controller: ConcurrencyController, now: () => number = () => performance.now()) {
     this.#controller = controller;
@@ -93,11 +104,24 @@ export class RequestScheduler {
     this.#active++;
     const seq = this.#controller.started(this.#now());
     let released = false;
+    // Requests on the wire when this permit's latest one was sent, itself included. A 429 is judged by
+    // it, not by the count when the refusal arrives: pages that ended in the meantime (a round trip,
+    // or a page's whole body) would make that count too low, and the cut too deep.
+    let level: number | undefined;
     return {
       succeeded: (bytes) =>
         this.#observe(() => this.#controller.succeeded(seq, bytes, this.#now()), 'measured'),
+      sending: () => {
+        level = ++this.#sending;
+        let ended = false;
+        return () => {
+          if (ended) return;
+          ended = true;
+          this.#sending--;
+        };
+      },
       congested: (kind) =>
-        this.#observe(() => this.#controller.congested(kind, this.#active, this.#now()), kind),
+        this.#observe(() => this.#controller.congested(kind, level ?? this.#active, this.#now()), kind),
       release: () => {
         if (released) return;
         released = true;

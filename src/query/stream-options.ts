@@ -100,7 +100,7 @@ export const DEFAULT_PAGE_SIZE = 10_000;
 /** What `concurrency: 'auto'` starts at (and the floor scenarios of `npm run bench` use). */
 export const DEFAULT_CONCURRENCY = 2;
 export const DEFAULT_MAX_CONCURRENCY = 64;
-export const DEFAULT_WINDOW_BYTES = 48 * 1024 * 1024;
+export const DEFAULT_WINDOW_BYTES = 128 * 1024 * 1024;
 
 function invalidConcurrency(value: unknown): never {
   throw invalid('concurrency', "'auto' or an integer >= 1", value);
