@@ -35,6 +35,35 @@ describe('round trips', () => {
     expect(kinds(emu)).toEqual([`GET 1+${result.total}`]);
   });
 
+  it('an empty result takes its descriptors from an earlier result of the same dataset and body: one request', async () => {
+    const { emu, client } = await setup();
+    // The first empty result of a dataset still reads its descriptors (nothing has shown them yet).
+    const first = await client.query('store_locations', { tickers: ['nyse:ibm'] });
+    expect(first.total).toBe(0);
+    expect(kinds(emu)).toEqual(['POST', 'GET 1+1']);
+    const shown = first.fields;
+    // Another empty one of the same dataset and body shape: the POST alone, the same columns.
+    emu.resetRequests();
+    const again = await client.query('store_locations', { tickers: ['nasdaq:msft'] });
+    expect(again.total).toBe(0);
+    expect(kinds(emu)).toEqual(['POST']);
+    expect(again.fields).toEqual(shown);
+    const table = await again.toTable();
+    expect(table.numRows).toBe(0);
+    expect(table.schema.fields.map((f) => f.name)).toEqual(shown.map((f) => f.id));
+    expect(kinds(emu)).toEqual(['POST']);
+    // Descriptors are per dataset: another dataset's empty result reads its own.
+    emu.resetRequests();
+    const other = await client.query('web_traffic', { tickers: ['nyse:ibm'] });
+    expect(other.total).toBe(0);
+    expect(kinds(emu)).toEqual(['POST', 'GET 1+1']);
+    expect(other.fields).not.toEqual(shown);
+    // A body with members besides `tickers` is another shape: its descriptors are read, not borrowed.
+    emu.resetRequests();
+    await client.query('store_locations', { tickers: ['nasdaq:msft'], extra: 1 } as never);
+    expect(kinds(emu)).toEqual(['POST', 'GET 1+1']);
+  });
+
   it('client.stream() of a small query: two requests too', async () => {
     const { emu, client } = await setup();
     const rows = await client.stream(SMALL, AAPL, { output: 'rows' }).toArray();

@@ -35,6 +35,7 @@ import {
   growText,
   kindCode,
   NUMBER,
+  STRING_HEADROOM,
   stringBytesGuess,
   UTF8,
 } from './page-columns.js';
@@ -604,6 +605,7 @@ export class FastTableDecoder {
       new Int32Array(width),
       dicts,
       new DataView(b.buffer, b.byteOffset, b.byteLength),
+      where.limit,
     );
     loneSurrogate = false;
     i = skipWs(b, i + 1);
@@ -689,6 +691,8 @@ class PageBuffers {
     readonly strPos: Int32Array,
     readonly dicts: ByteDictionary[],
     readonly body: DataView,
+    /** Rows the page was asked for (it may hold fewer). */
+    readonly rows: number,
   ) {}
 }
 
@@ -761,7 +765,7 @@ function decodeRows(b: Buffer, i: number, page: PageBuffers): number {
             }
             if (i >= stop) {
               if (i >= n) throw BAIL;
-              out = growString(page, j, o);
+              out = growString(page, j, o, r);
               outView = views[j]!;
               stop = Math.min(n, i + (out.length - o));
             }
@@ -769,7 +773,7 @@ function decodeRows(b: Buffer, i: number, page: PageBuffers): number {
             if (c === QUOTE) break;
             if (c === BACKSLASH) {
               if (o + 4 > out.length) {
-                out = growString(page, j, o);
+                out = growString(page, j, o, r);
                 outView = views[j]!;
                 stop = Math.min(n, i + (out.length - o));
               }
@@ -845,9 +849,16 @@ function growRows(page: PageBuffers, r: number): void {
   page.cap = next;
 }
 
-/** Column `j`'s string bytes, grown to hold at least 4096 more after `o` (its view follows). */
-function growString(page: PageBuffers, j: number, o: number): Uint8Array {
-  const out = growText(page.u8[j]!, o + 4096, o);
+/**
+ * Column `j`'s string bytes, grown to hold at least 4096 more after `o` (its view follows). With `r` rows
+ * read, to the page's rows at their bytes per row (never past the body's length): a page whose first
+ * guess was far off (the first of a stream guesses 32 bytes a row) grew by a quarter at a time, a copy
+ * each, 7-10 copies of a column on the fan-out's small pages.
+ */
+function growString(page: PageBuffers, j: number, o: number, r: number): Uint8Array {
+  const expected =
+    r === 0 ? 0 : Math.min(page.body.byteLength, Math.ceil((o / r) * page.rows * STRING_HEADROOM));
+  const out = growText(page.u8[j]!, Math.max(o + 4096, expected), o);
   page.u8[j] = out;
   page.views[j] = new DataView(out.buffer, out.byteOffset, out.byteLength);
   return out;

@@ -199,6 +199,12 @@ function pageBody(
       return readAt;
     },
     async whole(pool) {
+      if (response.whole) {
+        // Already read (and bounded) once: the decoders copy what they keep, so no copy is needed here.
+        bodyLimit(response, maxBytes)(response.whole.length);
+        read(response.whole.length);
+        return { body: response.whole, pooled: undefined };
+      }
       const got = pool
         ? await readPooled(response, pool, maxBytes)
         : { body: await readBounded(response, maxBytes), pooled: undefined };

@@ -79,6 +79,11 @@ export interface HttpResponse {
   readonly streaming: () => void;
   /** The signal that aborts this exchange (the caller's, or the timeout). */
   readonly signal: AbortSignal;
+  /**
+   * The whole body, when it is already in memory (a page read before and served again): a reader may
+   * take it as is instead of copying it from `body`.
+   */
+  readonly whole?: Buffer;
 }
 
 /** The window a learned rate limit counts requests in: "per minute", as services state their limits. */
