@@ -22,22 +22,27 @@ export interface StreamOptions {
    */
   readonly pageSize?: number | 'auto';
   /**
-   * Page requests at once. `'auto'` measures and adapts (see docs/performance.md): it starts at 2, grows
-   * x2 per round while the delivery rate grows, then keeps the bandwidth-delay product in flight; it
-   * steps back on 429/503 and timeouts, and when latency climbs without a throughput gain; every `'auto'` stream of one client shares one such limit, so many queries together
-   * do not exceed what the service accepts. A number fixes it (halved on a 429, earned back as pages succeed).
+   * Page requests at once. `'auto'` measures and adapts (see docs/performance.md): it starts at 4, grows
+   * x2 per round while the delivery rate grows and the process is not busy, then keeps the
+   * bandwidth-delay product in flight; it steps back on 429/503 and timeouts, and when latency climbs
+   * without a throughput gain; every `'auto'` stream of one client shares one such limit, so many queries
+   * together do not exceed what the service accepts. A number fixes it (halved on a 429, earned back as
+   * pages succeed).
    * @default 'auto'
    */
   readonly concurrency?: number | 'auto';
   /** Upper bound of `'auto'` concurrency. @default the client's `connections`, else 64 */
   readonly maxConcurrency?: number;
-  /** Pages started but not yet emitted, at most (>= concurrency). @default 2 * concurrency; with 'auto', the limit + 2 */
+  /**
+   * Pages started but not yet emitted, at most (>= concurrency). @default 2 * concurrency; with 'auto',
+   * the larger of the limit + 2 and 2 x the limit, plus the limit for each page waiting out a Retry-After
+   */
   readonly window?: number;
   /**
    * Bytes of page data started but not yet emitted, at most: a slow consumer stops new requests once the
    * pages waiting for it (and those in flight, at the average page size) reach it. At least one page
    * is always in flight.
-   * @default 48 MiB
+   * @default 128 MiB
    */
   readonly windowBytes?: number;
   /**
