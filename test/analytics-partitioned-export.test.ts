@@ -142,7 +142,12 @@ describe('exportPartitioned: the layout engines read', () => {
       const w = windows.get(id);
       windows.set(id, w ? [Math.min(w[0], r.n), Math.max(w[1], r.n)] : [r.n, r.n]);
     }
-    expect(windows.size).toBe(5);
+    // A query with rows reads them; the empty one (private:aldi) reads a GET only when no query before
+    // it has shown the dataset's descriptors, which depends on the timing.
+    const withRows = TICKERS.filter((t) => queryTotal(DATASET, { tickers: [t] }) > 0).length;
+    expect(withRows).toBe(4);
+    expect(windows.size).toBeGreaterThanOrEqual(withRows);
+    expect(windows.size).toBeLessThanOrEqual(TICKERS.length);
     // Request-number intervals of each query: how many ever overlap at one point.
     const spans = [...windows.values()];
     const overlap = Math.max(...spans.map(([s]) => spans.filter(([a, b]) => a <= s && s <= b).length));
