@@ -225,7 +225,8 @@ export class DatasetClient extends EndpointClient {
     const key = options.descriptorKey;
     // An empty result has nothing to read but its column descriptors, and a result of the same dataset
     // and body read before has shown them: the GET is spared (a fan-out of one query per ticker has many
-    // empty results; 24 of 120 on the WAN bench, a round trip and the page's execution time each).
+    // empty results, 24 of 120 over every ticker of three emulator datasets: a round trip and the
+    // service's per-page time each).
     const empty = key !== undefined && known.total === 0 && known.formats.length > 0;
     const reused = empty ? this.#descriptors.get(key) : undefined;
     if (reused) {

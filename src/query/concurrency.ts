@@ -20,9 +20,10 @@
  *        not raise the target, so the probe is undone);
  *     3. a 429/503 or a timeout: the service is full; after a 429 the limit becomes one less than the
  *        requests on the wire when the refused one was sent (the lowest such count among the refusals
- *        of one overshoot), after a 503 or a timeout 0.7 times the limit; that becomes a ceiling. A probe above it comes after 32 rounds for a 429 (a refused probe costs a
- *        page its `Retry-After`, and a cap on requests in flight rarely lifts within a query), after 8
- *        for an overload; each refused probe doubles the wait, up to 64 rounds.
+ *        of one overshoot), after a 503 or a timeout 0.7 times the limit; that becomes a ceiling. A
+ *        probe above it comes after 32 rounds for a 429 (a refused probe costs a page its
+ *        `Retry-After`, and a cap on requests in flight rarely lifts within a query), after 8 for an
+ *        overload; each refused probe doubles the wait, up to 64 rounds.
  * The clock is injected so tests drive it deterministically.
  */
 
