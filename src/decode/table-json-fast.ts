@@ -955,33 +955,23 @@ function dateCell(
   valid: Uint8Array,
   r: number,
 ): number {
-  let days = Number.NaN;
   if (c === QUOTE) {
+    let days = Number.NaN;
+    let end = i;
     if (b[i + 9] === QUOTE) {
       days = dateDaysAt(b, i + 1);
-      if (!Number.isNaN(days)) i += 10;
+      end = i + 10;
     } else if (b[i + 17] === QUOTE && isMidnight(b, i + 9)) {
       days = dateDaysAt(b, i + 1);
-      if (!Number.isNaN(days)) i += 18;
+      end = i + 18;
     }
-  } else if (c === 0x6e && isNullAt(b, i)) {
-    values[r] = 0;
-    valid[r] = 0;
-    return i + 4;
-  }
-  if (Number.isNaN(days)) {
-    i = readGeneric(b, i);
-    if (generic === null) {
-      values[r] = 0;
-      valid[r] = 0;
-      return i;
+    if (!Number.isNaN(days)) {
+      values[r] = days;
+      valid[r] = 1;
+      return end;
     }
-    days = toDateDays(generic);
-    if (Number.isNaN(days)) throw BAIL;
   }
-  values[r] = days;
-  valid[r] = 1;
-  return i;
+  return otherTimeCell(b, i, c, values, valid, r, toDateDays);
 }
 
 /** A `datetime` cell (ms since the epoch); returns the index after it. */
@@ -993,31 +983,53 @@ function datetimeCell(
   valid: Uint8Array,
   r: number,
 ): number {
-  let ms = Number.NaN;
   if (c === QUOTE) {
+    let ms = Number.NaN;
+    let end = i;
     if (b[i + 17] === QUOTE && b[i + 9] === 0x54 && b[i + 16] === 0x5a) {
       ms = dateDaysAt(b, i + 1) * MS_PER_DAY + timeOfDayMsAt(b, i + 10);
-      if (!Number.isNaN(ms)) i += 18;
+      end = i + 18;
     } else if (b[i + 9] === QUOTE) {
       ms = dateDaysAt(b, i + 1) * MS_PER_DAY;
-      if (!Number.isNaN(ms)) i += 10;
+      end = i + 10;
     }
-  } else if (c === 0x6e && isNullAt(b, i)) {
+    if (!Number.isNaN(ms)) {
+      values[r] = ms;
+      valid[r] = 1;
+      return end;
+    }
+  }
+  return otherTimeCell(b, i, c, values, valid, r, toTimestampMs);
+}
+
+/**
+ * A date or datetime cell not in the wire's `YYYYMMDD` / `YYYYMMDDTHHMMSSZ` shape: `null`, or a value that
+ * `convert` (the reference decoder's conversion) turns into days or ms; anything else declines the page.
+ * Returns the index after it.
+ */
+function otherTimeCell(
+  b: Buffer,
+  i: number,
+  c: number | undefined,
+  values: Int32Array | Float64Array,
+  valid: Uint8Array,
+  r: number,
+  convert: (value: unknown) => number,
+): number {
+  if (c === 0x6e && isNullAt(b, i)) {
     values[r] = 0;
     valid[r] = 0;
     return i + 4;
   }
-  if (Number.isNaN(ms)) {
-    i = readGeneric(b, i);
-    if (generic === null) {
-      values[r] = 0;
-      valid[r] = 0;
-      return i;
-    }
-    ms = toTimestampMs(generic);
-    if (Number.isNaN(ms)) throw BAIL;
+  i = readGeneric(b, i);
+  if (generic === null) {
+    values[r] = 0;
+    valid[r] = 0;
+    return i;
   }
-  values[r] = ms;
+  const value = convert(generic);
+  if (Number.isNaN(value)) throw BAIL;
+  values[r] = value;
   valid[r] = 1;
   return i;
 }
