@@ -16,12 +16,7 @@ import { optionalInteger } from './core/validate.js';
 import { type FieldDescriptor, MediaType, type QueryBody, type QueryHandle, ROW_CAP } from './core/wire.js';
 import { envelopeOf, parseTablePage } from './decode/table-json.js';
 import { readTableEnvelope } from './decode/table-json-fast.js';
-import {
-  AdaptiveConcurrency,
-  eventLoopBusy,
-  INITIAL_LIMIT,
-  METERED_INITIAL_LIMIT,
-} from './query/concurrency.js';
+import { adaptiveConcurrency } from './query/concurrency.js';
 import type { PageRange } from './query/page-plan.js';
 import { checkRowLimit } from './query/page-plan.js';
 import { QueryResult, type QueryResult as QueryResultType } from './query/query-result.js';
@@ -117,11 +112,7 @@ export class DatasetClient extends EndpointClient {
   get scheduler(): RequestScheduler {
     if (!this.#scheduler) {
       this.#scheduler = new RequestScheduler(
-        new AdaptiveConcurrency({
-          max: this.#maxConcurrency,
-          busy: eventLoopBusy(),
-          initial: this.http.rateLimited ? METERED_INITIAL_LIMIT : INITIAL_LIMIT,
-        }),
+        adaptiveConcurrency(this.#maxConcurrency, this.http.rateLimited),
       );
       this.#scheduler.onChange((change: ConcurrencyChange) => this.emit('concurrency', change));
     }

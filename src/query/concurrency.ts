@@ -121,6 +121,18 @@ export function eventLoopBusy(): () => number {
   };
 }
 
+/**
+ * The controller of a client's or a stream's `'auto'` concurrency: up to `max`, growing only while the
+ * event loop has room, from METERED_INITIAL_LIMIT when requests are metered, else INITIAL_LIMIT.
+ */
+export function adaptiveConcurrency(max: number, metered: boolean): AdaptiveConcurrency {
+  return new AdaptiveConcurrency({
+    max,
+    busy: eventLoopBusy(),
+    initial: metered ? METERED_INITIAL_LIMIT : INITIAL_LIMIT,
+  });
+}
+
 /** Startup goes on while a round delivers this much more than the best before it. */
 const STARTUP_GAIN = 1.15;
 /**

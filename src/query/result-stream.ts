@@ -30,14 +30,7 @@ import type { FieldDescriptor } from '../core/wire.js';
 import { PageDecoder } from '../decode/index.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import type { RetryEvent } from '../transport/retry.js';
-import {
-  AdaptiveConcurrency,
-  type Congestion,
-  eventLoopBusy,
-  FixedConcurrency,
-  INITIAL_LIMIT,
-  METERED_INITIAL_LIMIT,
-} from './concurrency.js';
+import { adaptiveConcurrency, type Congestion, FixedConcurrency, INITIAL_LIMIT } from './concurrency.js';
 import { OrderedWindow, type WindowTask } from './ordered-window.js';
 import { fetchPage, type PageData, type PageFetchContext, partLength } from './page-fetcher.js';
 import { checkRowLimit, PagePlan, type PageRange } from './page-plan.js';
@@ -512,11 +505,7 @@ export class ResultStream extends Readable {
     if (opts.concurrency !== 'auto') return new RequestScheduler(new FixedConcurrency(opts.concurrency));
     if (opts.maxConcurrency === undefined && source.scheduler) return source.scheduler;
     return new RequestScheduler(
-      new AdaptiveConcurrency({
-        max: opts.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY,
-        busy: eventLoopBusy(),
-        initial: source.client.http.rateLimited ? METERED_INITIAL_LIMIT : INITIAL_LIMIT,
-      }),
+      adaptiveConcurrency(opts.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY, source.client.http.rateLimited),
     );
   }
 
