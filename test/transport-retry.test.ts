@@ -81,6 +81,43 @@ describe('retries', () => {
     expect(retries.map((e) => e.attempt)).toEqual([1, 2]);
   });
 
+  it('a request the service sheds (429, 503 with Retry-After) is retried past `retries`, within the deadline', async () => {
+    // Seven sheds in a row, then the answer: a loaded service draining its queue. `retries` is the default 4.
+    let n = 0;
+    const { client, emu } = await setup(
+      {
+        fault: () => {
+          n++;
+          if (n > 7) return undefined;
+          return n % 2
+            ? { kind: 'status', status: 503, headers: { 'Retry-After': '0' } }
+            : { kind: 'status', status: 429, headers: { 'Retry-After': '0' } };
+        },
+      },
+      { retry: FAST_RETRY },
+    );
+    const retries = retriesOf(client);
+    expect((await client.listDatasets()).length).toBeGreaterThan(0);
+    expect(emu.requests.map((r) => r.status)).toEqual([503, 429, 503, 429, 503, 429, 503, 200]);
+    // Every attempt is numbered, so the backoff still grows.
+    expect(retries.map((e) => e.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+  });
+
+  it('a service that sheds every attempt: the last answer once the deadline is near, not an endless loop', async () => {
+    const { client, emu } = await setup(
+      { fault: () => ({ kind: 'status', status: 503, headers: { 'Retry-After': '0' } }) },
+      { retry: { deadlineMs: 300, ...FAST_RETRY } },
+    );
+    const t0 = performance.now();
+    await expectRejects<ServerError>(client.listDatasets(), (e) => {
+      expect(e).toBeInstanceOf(ServerError);
+      expect(e.status).toBe(503);
+    });
+    expect(performance.now() - t0).toBeLessThan(2000);
+    // More than retries + 1 attempts (sheds do not count), all within the deadline.
+    expect(emu.requests.length).toBeGreaterThan(5);
+  });
+
   it('gives up at once when a Retry-After would pass the overall deadline', async () => {
     const { client, emu } = await setup(
       { fault: () => ({ kind: 'status', status: 429, headers: { 'Retry-After': '30' } }) },

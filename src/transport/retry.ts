@@ -2,6 +2,12 @@
  * Retries for idempotent requests (GET, HEAD, and the POST that creates a query: its id derives from the
  * body, so repeating it cannot create a second query). Exponential backoff with full jitter, `Retry-After`
  * honoured, bounded attempts and an overall deadline. Each retry is reported before its pause.
+ *
+ * A request the service *shed* (429, or 503 with `Retry-After`: it declined the work and said when to
+ * come back) is not a failed attempt: it is bounded by the deadline, not by `retries`. A loaded service
+ * sheds the same page many times in a row while its queue drains (the emulator under a 65 s load shed one
+ * page of a 500k-row read five times, and the read failed with four retries); counting those as failures
+ * gives up on a service that is working as designed.
  */
 
 import { sleep } from '../core/abortable.js';
@@ -9,7 +15,10 @@ import { DqsError, RateLimitedError, ServerError, TimeoutError } from '../core/e
 import { optionalInteger } from '../core/validate.js';
 
 export interface RetryOptions {
-  /** Further attempts after the first; 0 disables retries. @default 4 */
+  /**
+   * Further attempts after a failure; 0 disables retries. Answers that shed the request (429, or 503 with
+   * `Retry-After`) are retried within `deadlineMs` without counting here. @default 4
+   */
   readonly retries?: number;
   /** Base of the exponential backoff, in ms. @default 250 */
   readonly minDelayMs?: number;
@@ -62,6 +71,19 @@ export function isRetryable(err: unknown): err is DqsError {
   return err.code === 'DQS_NETWORK';
 }
 
+/**
+ * The service declined the request for now and said when to ask again: a 429, or a 503 with
+ * `Retry-After` (load shedding). A 503 without it is an outage of unknown length, retried as a failure.
+ */
+export function isShed(err: DqsError): boolean {
+  if (err instanceof RateLimitedError) return true;
+  return (
+    err instanceof ServerError &&
+    err.status === 503 &&
+    (err as { retryAfterMs?: number }).retryAfterMs !== undefined
+  );
+}
+
 /** Full jitter: uniform in [0, min(max, base * 2^attempt)], but never below the server's Retry-After. */
 export function backoffDelay(
   policy: NormalizedRetryOptions,
@@ -83,11 +105,15 @@ export async function withRetry<T>(
   onRetry: ((event: RetryEvent) => void) | undefined,
 ): Promise<T> {
   const startedAt = Date.now();
+  // Attempts that failed (shed ones excepted: see the header). `attempt` still counts every one, so the
+  // backoff keeps growing however the service answers.
+  let failures = 0;
   for (let attempt = 1; ; attempt++) {
     try {
       return await run(attempt);
     } catch (err) {
-      if (attempt > policy.retries || !isRetryable(err) || signal?.aborted) throw err;
+      if (policy.retries === 0 || !isRetryable(err) || signal?.aborted) throw err;
+      if (!isShed(err) && ++failures > policy.retries) throw err;
       const delayMs = backoffDelay(policy, attempt, err);
       if (Date.now() - startedAt + delayMs > policy.deadlineMs) throw err;
       onRetry?.({ attempt, delayMs, error: err, what });
