@@ -76,7 +76,7 @@ const servers = new Set<Server>();
 async function hostile(
   b: Behaviour = {},
   key = 'hostile-key',
-  clientOptions: Pick<ClientOptions, 'maxResponseBytes' | 'dispatcher'> = {},
+  clientOptions: Pick<ClientOptions, 'maxResponseBytes' | 'dispatcher' | 'retry'> = {},
 ): Promise<Hostile> {
   const total = b.total ?? 25;
   const fields = b.fields ?? FIELDS;
@@ -412,12 +412,18 @@ describe.concurrent('hostile server: cut, reset and failing bodies', () => {
 
   it('503 with an HTML body, every time: DQS_SERVER', () =>
     within(async () => {
-      const h = await hostile({
-        page: (res, ask) =>
-          ask.nth > 1 &&
-          (res.writeHead(503, { 'content-type': 'text/html', 'retry-after': '0' }).end('<html>down</html>'),
-          true),
-      });
+      // A service that sheds every attempt (503 + Retry-After) is retried until the retry deadline, not
+      // for `retries` attempts (sheds do not count): a short deadline here.
+      const h = await hostile(
+        {
+          page: (res, ask) =>
+            ask.nth > 1 &&
+            (res.writeHead(503, { 'content-type': 'text/html', 'retry-after': '0' }).end('<html>down</html>'),
+            true),
+        },
+        undefined,
+        { retry: { deadlineMs: 3000 } },
+      );
       await failsWith(h, 'DQS_SERVER', { pageSize: 10 });
     }));
 
@@ -1128,6 +1134,7 @@ describe.concurrent('hostile server: the key stays secret', () => {
       const h = await hostile(
         { head: (res) => json(res, 503, { message: `overloaded, key=${KEY}` }, { 'retry-after': '0' }) },
         KEY,
+        { retry: { deadlineMs: 3000 } }, // shed every time: retried until the deadline
       );
       const events: RetryEvent[] = [];
       h.client.on('retry', (e: RetryEvent) => events.push(e));
