@@ -292,8 +292,9 @@ export class DatasetClient extends EndpointClient {
     }
     const { response, bytes } = read;
     const range: PageRange = { start: 1, limit };
-    // The envelope from the bytes, rows counted but not parsed (the stream decodes them once, from these
-    // same bytes); anything unusual takes the reference parse, which gives the same or the right error.
+    // The envelope from the bytes, the rows not read (the stream decodes them once, from these same
+    // bytes, and checks them against `count`); anything unusual takes the reference parse, which gives
+    // the same envelope or the right error.
     const page =
       readTableEnvelope(bytes) ?? envelopeOf(parseTablePage(bodyText(bytes, response.info), range));
     if (page.total !== known.total) {

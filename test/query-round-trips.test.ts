@@ -163,9 +163,9 @@ describe('round trips', () => {
     // The first page's envelope is read without its rows as values, so what is wrong inside a row must
     // still surface, from the stream, not be lost or become a null.
     const bodies: Record<string, string> = {
-      text: `{"id":"${id}","state":"complete","total":3,"count":3,"start":1,"limit":3,"rows":[["x",1],["y","two"],["z",3]],"fields":${JSON.stringify(fields)}}`,
-      row: `{"id":"${id}","state":"complete","total":3,"count":3,"start":1,"limit":3,"rows":[["x",1],{"a":"y"},["z",3]],"fields":${JSON.stringify(fields)}}`,
-      syntax: `{"id":"${id}","state":"complete","total":3,"count":3,"start":1,"limit":3,"rows":[["x",1],["y",02],["z",3]],"fields":${JSON.stringify(fields)}}`,
+      text: `{"id":"${id}","state":"complete","total":3,"count":3,"start":1,"limit":3,"rows":[["x",1],["y","two"],["z",3]],"fields":${JSON.stringify(fields)},"last_date_updated":"2024-01-01T00:00:00Z"}`,
+      row: `{"id":"${id}","state":"complete","total":3,"count":3,"start":1,"limit":3,"rows":[["x",1],{"a":"y"},["z",3]],"fields":${JSON.stringify(fields)},"last_date_updated":"2024-01-01T00:00:00Z"}`,
+      syntax: `{"id":"${id}","state":"complete","total":3,"count":3,"start":1,"limit":3,"rows":[["x",1],["y",02],["z",3]],"fields":${JSON.stringify(fields)},"last_date_updated":"2024-01-01T00:00:00Z"}`,
     };
     let body = '';
     const server: Server = createServer((req, res) => {
@@ -197,14 +197,15 @@ describe('round trips', () => {
       expect(broken).toBeInstanceOf(DecodeError);
       expect((broken as DecodeError).message).toContain('not JSON');
       expect((broken as DecodeError).page).toEqual({ start: 1, limit: 3 });
-      // A row that is not an array fails at the query, as a page that is not a result page.
+      // A row that is not an array: the stream's decoder finds it too, a DecodeError naming the page.
       body = bodies.row!;
-      const bad = await client.query('x', {}).then(
+      const bad = await (await client.query('x', {})).toTable().then(
         () => undefined,
         (e: unknown) => e,
       );
       expect(bad).toBeInstanceOf(DecodeError);
       expect((bad as DecodeError).message).toContain('rows[1] is not an array');
+      expect((bad as DecodeError).page).toEqual({ start: 1, limit: 3 });
     } finally {
       await client.close();
       server.close();

@@ -64,6 +64,10 @@ export interface TableEnvelope {
   readonly start: number;
   /** As sent (the spec says a date string). */
   readonly lastDateUpdated: string;
+  /**
+   * The rows the page holds: counted by the reference; on the fast path (`readTableEnvelope`) the page's
+   * own `count`, which the stream's decoder checks against the rows when it decodes them.
+   */
   readonly rowCount: number;
 }
 
