@@ -351,17 +351,27 @@ export class HttpTransport {
     }
     const choice = req.bulk ? this.#choice : undefined;
     const headersAt = performance.now();
+    const reading = choice?.bodyStarted(headersAt);
     return {
       status: res.statusCode,
       headers: res.headers,
       body,
       codings,
       wireBytes,
-      measured: choice
-        ? (bytes) => choice.record(acceptEncoding !== 'identity', bytes, performance.now() - headersAt)
-        : () => {},
+      measured:
+        choice && reading
+          ? (bytes) => {
+              const now = performance.now();
+              choice.record(acceptEncoding !== 'identity', bytes, now - headersAt, reading.sharing(now));
+            }
+          : () => {},
       info,
-      done,
+      done: reading
+        ? () => {
+            reading.end(performance.now());
+            done();
+          }
+        : done,
       streaming: () => clearTimeout(timer),
       signal: controller.signal,
     };
