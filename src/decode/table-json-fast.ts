@@ -303,14 +303,14 @@ function unicodeEscape(b: Uint8Array, i: number, out: Uint8Array, o: number): nu
   return o;
 }
 
-/**
- * Walks the object that is the whole page: for each member, `value(keyStart, keyEnd, at)` reads or skips
- * its value at `b[at]` and returns the index after it, or STOP. Returns the index after the closing brace. An
- * escaped key could spell a member we read ("r\u006fws"): such pages are left to `JSON.parse`.
- */
 /** Returned by a `walkMembers` callback to stop the walk there (and by `walkMembers` then). */
 const STOP = -1;
 
+/**
+ * Walks the object that is the whole page: for each member, `value(keyStart, keyEnd, at)` reads or skips
+ * its value at `b[at]` and returns the index after it, or STOP. Returns the index after the closing brace.
+ * An escaped key could spell a member we read ("r\u006fws"): such pages are left to `JSON.parse`.
+ */
 function walkMembers(b: Buffer, value: (keyStart: number, keyEnd: number, at: number) => number): number {
   let i = skipWs(b, 0);
   if (b[i] !== 0x7b) throw BAIL;
