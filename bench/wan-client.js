@@ -143,6 +143,17 @@ const trace = process.env.DQS_WAN_TRACE ? [] : undefined;
 const run = contenders[contender];
 if (!run) throw new Error(`unknown contender ${contender}`);
 const t0 = performance.now();
+if (trace) {
+  // Stretches of 30 ms or more without a turn of the event loop: while one lasts, no request is sent and
+  // no socket is read (how a burst of decodes held requests unsent was found).
+  let last = performance.now();
+  setInterval(() => {
+    const now = performance.now();
+    if (now - last > 30)
+      trace.push(`${(now - t0).toFixed(0).padStart(6)} ms  event loop blocked ${(now - last).toFixed(0)} ms`);
+    last = now;
+  }, 5).unref();
+}
 let out;
 try {
   out = await run();

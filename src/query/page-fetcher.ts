@@ -35,8 +35,16 @@ export interface PageFetchContext {
   readonly timeoutMs?: number | undefined;
   /** Told about each retried page request (the stream steps its concurrency down on 429s). */
   readonly onRetry?: ((event: RetryEvent) => void) | undefined;
-  /** Told as each page request goes out; the function it returns, once that request has ended. */
-  readonly onSend?: (() => () => void) | undefined;
+  /**
+   * Told as each page request goes out (it may first wait for a slot, when the page's earlier request
+   * gave its slot back); the function it returns, once that request has ended.
+   */
+  readonly onSend?: ((signal: AbortSignal) => Promise<() => void>) | undefined;
+  /**
+   * A request's body has been read whole, `bytes` of it, before it is decoded: its network slot can go
+   * to the next request while the page is decoded.
+   */
+  readonly onBodyRead?: ((bytes: number) => void) | undefined;
   /** Opens a page's response another way (a page already read with the query); default: a GET. */
   readonly openPage?: ((range: PageRange, signal: AbortSignal) => Promise<HttpResponse>) | undefined;
 }
@@ -94,7 +102,7 @@ export interface PageTiming {
 }
 
 async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSignal): Promise<Piece> {
-  const ended = ctx.onSend?.();
+  const ended = await ctx.onSend?.(signal);
   try {
     return await fetchPieceSent(ctx, sub, signal);
   } finally {
@@ -119,7 +127,7 @@ async function fetchPieceSent(ctx: PageFetchContext, sub: PageRange, signal: Abo
     // Formats without a page envelope (CSV, XLSX): position is what we asked for, and the total is the
     // HEAD's unless the response repeats the query headers (checked then). The spec shows none on the data GET.
     const status = ctx.decoder.format.envelope ? undefined : dataGetStatus(ctx, response);
-    const body = pageBody(response, ctx.maxResponseBytes);
+    const body = pageBody(response, ctx.maxResponseBytes, ctx.onBodyRead);
     const { part, envelope } = await ctx.decoder.decode(body, sub).catch((err: unknown) => {
       // V8 cannot make a string that long: a body too large to read as text, not a plain Error.
       throw isStringTooLong(err)
@@ -183,6 +191,7 @@ function dataGetStatus(ctx: PageFetchContext, response: HttpResponse): { total: 
 function pageBody(
   response: HttpResponse,
   maxBytes: number,
+  onRead: ((bytes: number) => void) | undefined,
 ): PageBody & { readonly bytes: number; readonly readAt: number } {
   let bytes = 0;
   let readAt = 0;
@@ -190,6 +199,7 @@ function pageBody(
     bytes = size;
     readAt = performance.now();
     response.measured(size);
+    onRead?.(size);
   };
   return {
     get bytes() {

@@ -376,12 +376,28 @@ export class ResultStream extends Readable {
         if (paused) pausing--;
         paused = false;
       };
+      // The slot is the network's: it goes back as soon as a body has been read, before the page is
+      // decoded, so the next request leaves while this one decodes (and a controller measures the
+      // link, not our CPU). A page that needs another request (a server that answered short) takes a
+      // slot again for it; the window releases the first permit, this function any later one.
+      let held = permit;
+      // Set when the service pushed back on this page: its next request waits for room on the wire.
+      let refused = false;
       return fetchPage(
         {
           ...ctx,
-          onSend: () => {
+          onSend: async (signal) => {
             resume();
-            return permit ? permit.sending() : () => {};
+            if (permit === undefined) return () => {};
+            held ??= await scheduler.acquire(signal);
+            if (!refused) return held.sending();
+            refused = false;
+            return held.resending(signal);
+          },
+          onBodyRead: (bytes) => {
+            held?.succeeded(bytes);
+            held?.release();
+            held = undefined;
           },
           // The retries of this page tell its permit (and so the controller) that the service pushed back.
           onRetry: (event: RetryEvent) => {
@@ -389,13 +405,19 @@ export class ResultStream extends Readable {
             if (!paused) pausing++;
             paused = true;
             const kind = congestionOf(event.error);
-            if (kind && permit) permit.congested(kind);
+            if (kind) {
+              refused = true;
+              (held ?? permit)?.congested(kind);
+            }
           },
         },
         range,
         s,
       )
-        .finally(resume)
+        .finally(() => {
+          resume();
+          if (held !== permit) held?.release();
+        })
         .then(learnFrom);
     };
     let firstTask: WindowTask<PageData> | undefined;

@@ -16,7 +16,7 @@ export interface ConcurrencyChange {
 
 /** A slot held by one page request. */
 export interface Permit {
-  /** The request's page data arrived: `bytes` of it. */
+  /** The request's page data arrived: `bytes` of it (the first call counts; later ones are ignored). */
   succeeded(bytes: number): void;
   /**
    * A request of this permit goes out now (the first, or a retry after a pause); call the function
@@ -24,10 +24,24 @@ export interface Permit {
    * of it is judged by.
    */
   sending(): () => void;
+  /**
+   * As `sending()`, for a request sent again after the service pushed back: it waits until fewer requests
+   * than the limit are on the wire (a page that held its slot through a `Retry-After` would otherwise
+   * go out beside those the lowered limit let run, and be refused again).
+   */
+  resending(signal?: AbortSignal): Promise<() => void>;
   /** The service pushed back (429/503, a timeout); the request will be retried under this permit. */
   congested(kind: Congestion): void;
   /** Gives the slot back (always, in a `finally`). */
   release(): void;
+}
+
+/** A request waiting for room on the wire (`Permit.resending`). */
+interface Resender {
+  resolve: () => void;
+  reject: (reason: unknown) => void;
+  signal: AbortSignal | undefined;
+  onAbort: () => void;
 }
 
 interface Waiter {
@@ -42,6 +56,9 @@ export class RequestScheduler {
   readonly #now: () => number;
   readonly #waiters: Waiter[] = [];
   readonly #listeners = new Set<(change: ConcurrencyChange) => void>();
+  readonly #resenders: Resender[] = [];
+  /** Resenders woken but not yet sending. */
+  #woken = 0;
   #active = 0;
   /**
    * Requests on the wire now: permits hold a slot while a page waits out a Retry-After too, but only
@@ -108,9 +125,14 @@ export class RequestScheduler {
     // it, not by the count when the refusal arrives: pages that ended in the meantime (a round trip,
     // or a page's whole body) would make that count too low, and the cut too deep.
     let level: number | undefined;
-    return {
-      succeeded: (bytes) =>
-        this.#observe(() => this.#controller.succeeded(seq, bytes, this.#now()), 'measured'),
+    let measured = false;
+    const permit: Permit = {
+      succeeded: (bytes) => {
+        // Once: the stream reports a page when its body has been read, the window when it has decoded it.
+        if (measured) return;
+        measured = true;
+        this.#observe(() => this.#controller.succeeded(seq, bytes, this.#now()), 'measured');
+      },
       sending: () => {
         level = ++this.#sending;
         let ended = false;
@@ -118,7 +140,12 @@ export class RequestScheduler {
           if (ended) return;
           ended = true;
           this.#sending--;
+          this.#wakeResenders();
         };
+      },
+      resending: async (signal) => {
+        if (await this.#room(signal)) this.#woken--;
+        return permit.sending();
       },
       congested: (kind) =>
         this.#observe(() => this.#controller.congested(kind, level ?? this.#active, this.#now()), kind),
@@ -129,6 +156,42 @@ export class RequestScheduler {
         this.#drain();
       },
     };
+    return permit;
+  }
+
+  /**
+   * Resolves once a request may go on the wire within the limit, first come first served: `true` when it
+   * waited (it was woken, and counts in `#woken` until its `sending()`), `false` when there was room.
+   */
+  #room(signal: AbortSignal | undefined): Promise<boolean> {
+    if (signal?.aborted) return Promise.reject(abortReason(signal, 'The page request'));
+    if (this.#resenders.length === 0 && this.#sending + this.#woken < this.#controller.limit) {
+      return Promise.resolve(false);
+    }
+    return new Promise<boolean>((resolve, reject) => {
+      const resender: Resender = {
+        resolve: () => resolve(true),
+        reject,
+        signal,
+        onAbort: () => {
+          const i = this.#resenders.indexOf(resender);
+          if (i >= 0) this.#resenders.splice(i, 1);
+          reject(abortReason(signal!, 'The page request'));
+        },
+      };
+      signal?.addEventListener('abort', resender.onAbort, { once: true });
+      this.#resenders.push(resender);
+    });
+  }
+
+  #wakeResenders(): void {
+    // A woken resender is on the wire a microtask later: `#woken` holds its place until then.
+    while (this.#resenders.length > 0 && this.#sending + this.#woken < this.#controller.limit) {
+      const resender = this.#resenders.shift()!;
+      resender.signal?.removeEventListener('abort', resender.onAbort);
+      this.#woken++;
+      resender.resolve();
+    }
   }
 
   #observe(update: () => void, reason: ConcurrencyChange['reason']): void {
@@ -137,6 +200,7 @@ export class RequestScheduler {
     const limit = this.#controller.limit;
     if (limit !== previous) {
       for (const listener of this.#listeners) listener({ limit, previous, reason });
+      this.#wakeResenders();
       this.#drain();
     }
   }
