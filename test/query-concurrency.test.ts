@@ -5,7 +5,12 @@
  * CPU that serves one at a time, or a cap on requests in flight answered 429).
  */
 import { describe, expect, it } from 'vitest';
-import { AdaptiveConcurrency, FixedConcurrency, INITIAL_LIMIT } from '../src/query/concurrency.js';
+import {
+  AdaptiveConcurrency,
+  FAR_ANSWER_MS,
+  FixedConcurrency,
+  INITIAL_LIMIT,
+} from '../src/query/concurrency.js';
 import { type Permit, RequestScheduler } from '../src/query/scheduler.js';
 
 interface Service {
@@ -199,6 +204,28 @@ describe('AdaptiveConcurrency', () => {
     const limitAt = (t: number) => run.limits.filter((l) => l.at <= t).at(-1)!.limit;
     expect(limitAt(4000)).toBeLessThanOrEqual(4);
     expect(maxLimit({ ...run, limits: run.limits.filter((l) => l.at > 5000) })).toBeGreaterThanOrEqual(12);
+  });
+
+  it('starts from `far` when primed with a slow first answer, before any request only', () => {
+    const near = new AdaptiveConcurrency({ far: 8 });
+    near.prime(5);
+    expect(near.limit).toBe(INITIAL_LIMIT);
+    near.prime(undefined);
+    expect(near.limit).toBe(INITIAL_LIMIT);
+    const far = new AdaptiveConcurrency({ far: 8 });
+    far.prime(FAR_ANSWER_MS);
+    expect(far.limit).toBe(8);
+    const started = new AdaptiveConcurrency({ far: 8 });
+    started.started(0);
+    started.prime(100);
+    expect(started.limit).toBe(INITIAL_LIMIT);
+    // Metered clients (no `far`) and a low max keep to their range.
+    const metered = new AdaptiveConcurrency({ initial: 2 });
+    metered.prime(100);
+    expect(metered.limit).toBe(2);
+    const small = new AdaptiveConcurrency({ far: 8, max: 5 });
+    small.prime(100);
+    expect(small.limit).toBe(5);
   });
 
   it('stays within min and max', () => {

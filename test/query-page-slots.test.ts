@@ -8,6 +8,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { describe, expect, it } from 'vitest';
 import { planColumns } from '../src/convert/index.js';
 import { PageDecoder } from '../src/decode/index.js';
+import { FAR_ANSWER_MS, FAR_INITIAL_LIMIT } from '../src/query/concurrency.js';
 import type { PageTiming } from '../src/query/page-fetcher.js';
 import { field } from './convert-fixtures.js';
 import { setup } from './helpers.js';
@@ -36,6 +37,29 @@ describe('page slots', () => {
     expect(pages.map((p) => p.start)).toEqual([...pages.map((p) => p.start)].sort((a, b) => a - b));
     // With the slot held through the decode, each request would leave after the previous page's decode.
     for (let i = 1; i < pages.length; i++) expect(pages[i]!.sent).toBeLessThan(pages[i - 1]!.decoded);
+  });
+});
+
+describe('where the limit starts', () => {
+  it("from 4 on a near service, from 8 when the query's own answers took 20 ms or more", async () => {
+    // The limit's changes made before the stream's first page request reached the service.
+    const atStart = async (latencyMs: number) => {
+      const { client, emu } = await setup({ rowCap: 30_000, latencyMs });
+      const result = await client.query('job_listings', {});
+      const before = emu.requests.length;
+      const early: number[] = [];
+      client.on('concurrency', (c: { limit: number }) => {
+        if (emu.requests.length === before) early.push(c.limit);
+      });
+      for await (const _ of result.stream({ pageSize: 2000 }));
+      return { early, answered: client.http.fastestAnswerMs! };
+    };
+    const near = await atStart(0);
+    expect(near.answered).toBeLessThan(FAR_ANSWER_MS);
+    expect(near.early).toEqual([]);
+    const far = await atStart(25);
+    expect(far.answered).toBeGreaterThanOrEqual(25);
+    expect(far.early).toEqual([FAR_INITIAL_LIMIT]);
   });
 });
 

@@ -8,7 +8,7 @@
  *   a paced link latency rises *with* throughput as more requests share the bandwidth, so a latency
  *   gradient stops growing too early. The rule, per round (a round ends when a request started after
  *   it began completes, so it lasts one request latency at the current limit):
- *     1. startup: from 8, double the limit while the round's delivery rate grows by >= 15 %, a consumer
+ *     1. startup: from 4 (8 when the service's answers so far took 20 ms or more), double the limit while the round's delivery rate grows by >= 15 %, a consumer
  *        waited for a page in it and the process was not busy (event loop < 85 %): as TCP grows only a
  *        window that limits the sender (RFC 7661), since when pages wait for the consumer or the CPU, a
  *        faster round is the client warming up, not the link, and on loopback growing on it put 16-32
@@ -43,6 +43,8 @@ export interface ConcurrencyController {
   congested(kind: Congestion, inFlight: number, now: number): void;
   /** A consumer waited for a page still on its way: the link, not the consumer, holds delivery back. */
   starved?(now: number): void;
+  /** Before any request: the quickest answer the client has had from the service, in ms, if any. */
+  prime?(fastestAnswerMs: number | undefined): void;
 }
 
 /** A fixed limit, stepped down by the service's pushback and earned back as pages succeed. */
@@ -79,16 +81,25 @@ export class FixedConcurrency implements ConcurrencyController {
 }
 
 /**
- * The limit before anything is measured. On the WAN bench a page takes ~0.5 s (a round trip, the
- * service's 0.23 s for 10k rows, the body), so each doubling round costs half a second: 2 left 500k
- * rows at 0.56 of the physical limit, 4 at 0.58-0.60, 8 at 0.62 (16: 0.63, but a loopback read of the
- * same rows 20 % slower than a fixed 2, against 2 % for 8: 16 pages at once wait to be decoded). On
- * loopback the limit only grows while the consumer waits, and falls to the measured 2-3 after a round.
- * (8 helps only since a page's slot is given back when its body is read, and decodes take turns with
- * I/O: before, a round of 8-16 pages ending together decoded back to back, and the next requests sat
- * unsent for 0.5-0.8 s, so starting higher was 3.3-4.4 s from run to run.)
+ * The limit before anything is measured, on a near service. On loopback the limit only grows while the
+ * consumer waits, so it starts and stays low; a first round of 8 there left a 500k-row read 8-10 %
+ * slower than a fixed 2 (7 alternating rounds), 4 +2.5 %.
  */
-export const INITIAL_LIMIT = 8;
+export const INITIAL_LIMIT = 4;
+/**
+ * The limit to start from on a far service: one whose quickest answer so far (the query's own requests)
+ * took FAR_ANSWER_MS or more. There each doubling round costs a page latency (~0.5 s on the WAN bench:
+ * a round trip, the service's 0.23 s for 10k rows, the body): from 4, 500k rows took 0.58-0.60 of the
+ * physical limit, from 8 0.62 (16: 0.63). 8 helps only since a page's slot is given back when its body
+ * is read and decodes take turns with I/O: before, a round of pages ending together decoded back to
+ * back and the next requests sat unsent for 0.5-0.8 s, and starting higher gave 3.3-4.4 s run to run.
+ */
+export const FAR_INITIAL_LIMIT = 8;
+/**
+ * An answer this slow says the service is far (or slow to answer) enough that startup rounds are dear:
+ * a loopback emulator answers the query's requests in 1-10 ms, the WAN bench's in 80-110 ms.
+ */
+export const FAR_ANSWER_MS = 20;
 /**
  * The limit to start from when requests are metered (a rate limit, set or learned): the pages started
  * before the first one shows the bytes per row keep the first guess of their size, and under a rate
@@ -97,7 +108,7 @@ export const INITIAL_LIMIT = 8;
 export const METERED_INITIAL_LIMIT = 2;
 
 export interface AdaptiveOptions {
-  /** Limit before anything is measured. @default INITIAL_LIMIT (8) */
+  /** Limit before anything is measured. @default INITIAL_LIMIT (4) */
   readonly initial?: number;
   /** @default 64 */
   readonly max?: number;
@@ -108,6 +119,8 @@ export interface AdaptiveOptions {
    * event loop's utilization). Startup grows only while it is below BUSY_CEILING. Unset: not measured.
    */
   readonly busy?: () => number;
+  /** The limit to start from when `prime()` is told of a far service. Unset: `prime()` changes nothing. */
+  readonly far?: number | undefined;
 }
 
 /**
@@ -135,6 +148,7 @@ export function adaptiveConcurrency(max: number, metered: boolean): AdaptiveConc
     max,
     busy: eventLoopBusy(),
     initial: metered ? METERED_INITIAL_LIMIT : INITIAL_LIMIT,
+    far: metered ? undefined : FAR_INITIAL_LIMIT,
   });
 }
 
@@ -169,6 +183,7 @@ export class AdaptiveConcurrency implements ConcurrencyController {
   readonly #min: number;
   readonly #max: number;
   readonly #busy: (() => number) | undefined;
+  readonly #far: number | undefined;
   #limit: number;
   #phase: 'startup' | 'steady' = 'startup';
   #seq = 0;
@@ -202,6 +217,7 @@ export class AdaptiveConcurrency implements ConcurrencyController {
     this.#min = options.min ?? 1;
     this.#max = options.max ?? 64;
     this.#busy = options.busy;
+    this.#far = options.far;
     this.#busy?.(); // the first round's share is measured from here
     this.#ceiling = this.#max;
     this.#limit = this.#clamp(options.initial ?? INITIAL_LIMIT);
@@ -209,6 +225,21 @@ export class AdaptiveConcurrency implements ConcurrencyController {
 
   get limit(): number {
     return this.#limit;
+  }
+
+  /**
+   * Before any request: the quickest answer the client has had from the service (ms), if any. A far
+   * service starts from the `far` option (when that is above the initial limit and within the range).
+   */
+  prime(fastestAnswerMs: number | undefined): void {
+    const far = this.#far;
+    if (
+      far === undefined ||
+      this.#seq > 0 ||
+      !(fastestAnswerMs !== undefined && fastestAnswerMs >= FAR_ANSWER_MS)
+    )
+      return;
+    this.#limit = Math.max(this.#limit, this.#clamp(far));
   }
 
   /** `'startup'` while growing fast, then `'steady'` (for tests and the docs). */

@@ -344,6 +344,8 @@ export class ResultStream extends Readable {
     const scheduler = this.#schedulerFor(source);
     this.#scheduler = scheduler;
     const detachScheduler = scheduler.onChange((change) => this.emit('concurrency', change));
+    // A far service (the query's own requests were slow to answer) starts from more requests at once.
+    scheduler.prime(source.client.http.fastestAnswerMs);
     const ctx: PageFetchContext = {
       client: source.client,
       datasetId: source.datasetId,

@@ -95,6 +95,11 @@ export class RequestScheduler {
     this.#controller.starved?.(this.#now());
   }
 
+  /** Before any request: tells the controller how quickly the service has answered so far (ms). */
+  prime(fastestAnswerMs: number | undefined): void {
+    this.#observe(() => this.#controller.prime?.(fastestAnswerMs), 'measured');
+  }
+
   /** Resolves with a slot once one is free; rejects with the signal's reason if aborted first. */
   acquire(signal?: AbortSignal): Promise<Permit> {
     if (signal?.aborted) return Promise.reject(abortReason(signal, 'The page request'));

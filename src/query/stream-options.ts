@@ -22,7 +22,7 @@ export interface StreamOptions {
    */
   readonly pageSize?: number | 'auto';
   /**
-   * Page requests at once. `'auto'` measures and adapts (see docs/performance.md): it starts at 8, grows
+   * Page requests at once. `'auto'` measures and adapts (see docs/performance.md): it starts at 4 (8 on a far service), grows
    * x2 per round while the delivery rate grows and the process is not busy, then keeps the
    * bandwidth-delay product in flight; it steps back on 429/503 and timeouts, and when latency climbs
    * without a throughput gain; every `'auto'` stream of one client shares one such limit, so many queries

@@ -98,6 +98,8 @@ export class HttpTransport {
   #token: string | undefined;
   /** Only in `compression: 'auto'`: the per-connection measurement behind each result page's request. */
   readonly #choice: CompressionChoice | undefined;
+  /** The shortest time from sending a request to its response headers so far (ms). */
+  #fastestAnswerMs = Number.POSITIVE_INFINITY;
 
   readonly #onRetry: (event: RetryEvent) => void;
   /** Send times of the requests sent in the last minute and not refused (to learn a rate limit). */
@@ -235,6 +237,15 @@ export class HttpTransport {
     this.#learned.seed(recent);
   }
 
+  /**
+   * The shortest time from sending a request to its response headers seen so far, in ms (the round trip
+   * plus the service's quickest answer; a new connection's handshake included if no request reused one),
+   * or undefined before the first answer.
+   */
+  get fastestAnswerMs(): number | undefined {
+    return Number.isFinite(this.#fastestAnswerMs) ? this.#fastestAnswerMs : undefined;
+  }
+
   /** True when requests are metered: a `rateLimit` was set, or one was learned from the service's 429s. */
   get rateLimited(): boolean {
     return (this.#options.rateLimiter ?? this.#learned) !== undefined;
@@ -327,6 +338,7 @@ export class HttpTransport {
       throw translateError(err, info, controller.signal);
     }
     if (res.statusCode === 429) this.#forgetAdmitted(sentAt);
+    this.#fastestAnswerMs = Math.min(this.#fastestAnswerMs, performance.now() - sentAt);
     // Asked or not, a body with a Content-Encoding is inflated; one we cannot decode fails here, unread.
     let codings: string[] = [];
     const encoded = req.method !== 'HEAD' && res.statusCode !== 204 && res.statusCode !== 304;
