@@ -8,12 +8,12 @@
  *   a paced link latency rises *with* throughput as more requests share the bandwidth, so a latency
  *   gradient stops growing too early. The rule, per round (a round ends when a request started after
  *   it began completes, so it lasts one request latency at the current limit):
- *     1. startup: from 4 (8 when the service's answers so far took 20 ms or more), double the limit while the round's delivery rate grows by >= 15 %, a consumer
- *        waited for a page in it and the process was not busy (event loop < 85 %): as TCP grows only a
- *        window that limits the sender (RFC 7661), since when pages wait for the consumer or the CPU, a
- *        faster round is the client warming up, not the link, and on loopback growing on it put 16-32
- *        pages in flight that then waited to be decoded; after one round without that gain, settle on
- *        the bandwidth-delay product measured so far;
+ *     1. startup: from 4 (8 when the service's answers so far took 20 ms or more), double the limit
+ *        while the round's delivery rate grows by >= 15 %, a consumer waited for a page in it and the process
+ *        was not busy (event loop < 85 %): as TCP grows only a window that limits the sender (RFC 7661),
+ *        since when pages wait for the consumer or the CPU, a faster round is the client warming up, not the
+ *        link, and on loopback growing on it put 16-32 pages in flight that then waited to be decoded; after
+ *        one round without that gain, settle on the bandwidth-delay product measured so far;
  *     2. steady: keep the bandwidth-delay product in flight (1.2 x the best recent round's rate x the
  *        lowest request latency, over the mean page), at least 2; every 8 rounds probe a quarter higher,
  *        which stays only if it raised the best rate (latency that climbs without throughput gain does
@@ -232,14 +232,9 @@ export class AdaptiveConcurrency implements ConcurrencyController {
    * service starts from the `far` option (when that is above the initial limit and within the range).
    */
   prime(fastestAnswerMs: number | undefined): void {
-    const far = this.#far;
-    if (
-      far === undefined ||
-      this.#seq > 0 ||
-      !(fastestAnswerMs !== undefined && fastestAnswerMs >= FAR_ANSWER_MS)
-    )
-      return;
-    this.#limit = Math.max(this.#limit, this.#clamp(far));
+    if (this.#far === undefined || this.#seq > 0) return;
+    if (fastestAnswerMs === undefined || fastestAnswerMs < FAR_ANSWER_MS) return;
+    this.#limit = Math.max(this.#limit, this.#clamp(this.#far));
   }
 
   /** `'startup'` while growing fast, then `'steady'` (for tests and the docs). */

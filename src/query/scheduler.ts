@@ -36,27 +36,45 @@ export interface Permit {
   release(): void;
 }
 
-/** A request waiting for room on the wire (`Permit.resending`). */
-interface Resender {
-  resolve: () => void;
-  reject: (reason: unknown) => void;
+/** One caller waiting in a queue of the scheduler (for a slot, or for room on the wire). */
+interface Queued<T> {
+  resolve: (value: T) => void;
   signal: AbortSignal | undefined;
   onAbort: () => void;
 }
 
-interface Waiter {
-  resolve: (permit: Permit) => void;
-  reject: (reason: unknown) => void;
-  signal: AbortSignal | undefined;
-  onAbort: () => void;
+/** Waits at the end of `queue` until `handOut` gives it a value; an abort leaves the queue and rejects. */
+function waitIn<T>(queue: Queued<T>[], signal: AbortSignal | undefined): Promise<T> {
+  if (signal?.aborted) return Promise.reject(abortReason(signal, 'The page request'));
+  return new Promise<T>((resolve, reject) => {
+    const entry: Queued<T> = {
+      resolve,
+      signal,
+      onAbort: () => {
+        const i = queue.indexOf(entry);
+        if (i >= 0) queue.splice(i, 1);
+        reject(abortReason(signal!, 'The page request'));
+      },
+    };
+    signal?.addEventListener('abort', entry.onAbort, { once: true });
+    queue.push(entry);
+  });
+}
+
+/** Gives the first caller of a non-empty `queue` its value. */
+function handOut<T>(queue: Queued<T>[], value: T): void {
+  const entry = queue.shift()!;
+  entry.signal?.removeEventListener('abort', entry.onAbort);
+  entry.resolve(value);
 }
 
 export class RequestScheduler {
   readonly #controller: ConcurrencyController;
   readonly #now: () => number;
-  readonly #waiters: Waiter[] = [];
+  readonly #waiters: Queued<Permit>[] = [];
   readonly #listeners = new Set<(change: ConcurrencyChange) => void>();
-  readonly #resenders: Resender[] = [];
+  /** Requests waiting for room on the wire (`Permit.resending`). */
+  readonly #resenders: Queued<boolean>[] = [];
   /** Resenders woken but not yet sending. */
   #woken = 0;
   #active = 0;
@@ -106,20 +124,7 @@ export class RequestScheduler {
     if (this.#active < this.#controller.limit && this.#waiters.length === 0) {
       return Promise.resolve(this.#grant());
     }
-    return new Promise<Permit>((resolve, reject) => {
-      const waiter: Waiter = {
-        resolve,
-        reject,
-        signal,
-        onAbort: () => {
-          const i = this.#waiters.indexOf(waiter);
-          if (i >= 0) this.#waiters.splice(i, 1);
-          reject(abortReason(signal!, 'The page request'));
-        },
-      };
-      signal?.addEventListener('abort', waiter.onAbort, { once: true });
-      this.#waiters.push(waiter);
-    });
+    return waitIn(this.#waiters, signal);
   }
 
   #grant(): Permit {
@@ -173,29 +178,14 @@ export class RequestScheduler {
     if (this.#resenders.length === 0 && this.#sending + this.#woken < this.#controller.limit) {
       return Promise.resolve(false);
     }
-    return new Promise<boolean>((resolve, reject) => {
-      const resender: Resender = {
-        resolve: () => resolve(true),
-        reject,
-        signal,
-        onAbort: () => {
-          const i = this.#resenders.indexOf(resender);
-          if (i >= 0) this.#resenders.splice(i, 1);
-          reject(abortReason(signal!, 'The page request'));
-        },
-      };
-      signal?.addEventListener('abort', resender.onAbort, { once: true });
-      this.#resenders.push(resender);
-    });
+    return waitIn(this.#resenders, signal);
   }
 
   #wakeResenders(): void {
     // A woken resender is on the wire a microtask later: `#woken` holds its place until then.
     while (this.#resenders.length > 0 && this.#sending + this.#woken < this.#controller.limit) {
-      const resender = this.#resenders.shift()!;
-      resender.signal?.removeEventListener('abort', resender.onAbort);
       this.#woken++;
-      resender.resolve();
+      handOut(this.#resenders, true);
     }
   }
 
@@ -212,9 +202,7 @@ export class RequestScheduler {
 
   #drain(): void {
     while (this.#waiters.length > 0 && this.#active < this.#controller.limit) {
-      const waiter = this.#waiters.shift()!;
-      waiter.signal?.removeEventListener('abort', waiter.onAbort);
-      waiter.resolve(this.#grant());
+      handOut(this.#waiters, this.#grant());
     }
   }
 }
