@@ -311,6 +311,21 @@ describe('ResultStream', () => {
     expect(err.message).toContain('start=401');
     expect(got.reduce((n, b) => n + b.numRows, 0)).toBe(400);
     expect(stream.checkpoint?.nextRow).toBe(401);
+    // A slow consumer: page 401 fails while rows 201-400 wait in the stream's buffer. They are still
+    // handed over before the error (destroying at once dropped them, and the checkpoint said 201).
+    const slow = client.stream('job_listings', {}, { pageSize: 200, concurrency: 2 });
+    let rows = 0;
+    const slowErr = await expectRejects<ServerError>(
+      (async () => {
+        for await (const b of slow) {
+          rows += (b as RecordBatch).numRows;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      })(),
+      (e) => expect(e).toBeInstanceOf(ServerError),
+    );
+    expect(rows).toBe(400);
+    expect(slowErr.checkpoint?.nextRow).toBe(401);
   });
 
   it('refuses pages that would lose or duplicate rows: wrong start, changing total', async () => {

@@ -156,6 +156,8 @@ export class ResultStream extends Readable {
   #pending: Chunk[] = [];
   #pendingAt = 0;
   #reading = false;
+  /** The engine's failure, held until the consumer has read the chunks already in the buffer. */
+  #failure: Error | undefined;
   #schema: Schema | undefined;
   #source: ResultSource | undefined;
   /** Rows handed to the consumer (`'data'` emitted): chunks still in Node's buffer do not count. */
@@ -199,7 +201,8 @@ export class ResultStream extends Readable {
 
   /**
    * Where to resume from if the stream fails now: the first row not yet read from this stream. Rows
-   * converted but still in the stream's buffer do not count, since a failing stream drops its buffer.
+   * converted but still in the stream's buffer do not count (a stream destroyed by its caller drops
+   * them; one whose page failed hands them over first, then fails).
    */
   get checkpoint(): Checkpoint | undefined {
     return this.#checkpointAt(this.#options.startRow + this.#delivered);
@@ -231,6 +234,8 @@ export class ResultStream extends Readable {
 
   #deliver(chunk: Chunk): void {
     this.#delivered += this.#options.output === 'arrow' ? (chunk as RecordBatch).numRows : 1;
+    // The last chunk before a failure has left the buffer: fail once the consumer has it.
+    if (this.#failure && this.readableLength === 0) process.nextTick(() => this.#fail());
     const nextRow = this.#options.startRow + this.#delivered;
     while (this.#marks.length > 0 && this.#marks[0]!.end <= nextRow) {
       const mark = this.#marks.shift()!;
@@ -255,8 +260,15 @@ export class ResultStream extends Readable {
     this.#reading = true;
     this.#pump().catch((err: unknown) => {
       this.#reading = false;
-      this.destroy(err as Error);
+      // The rows before the failing page are the consumer's: those already in the buffer are read
+      // first (destroying now would drop them), then the stream fails (see `#deliver`).
+      this.#failure = err as Error;
+      if (this.readableLength === 0) this.#fail();
     });
+  }
+
+  #fail(): void {
+    if (!this.destroyed) this.destroy(this.#failure);
   }
 
   /**
