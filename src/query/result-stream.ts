@@ -256,7 +256,9 @@ export class ResultStream extends Readable {
   }
 
   override _read(): void {
-    if (this.#reading) return;
+    // A held failure ends the stream once the buffer is read (`#deliver`): a new pump would find the
+    // engine finished and end the stream cleanly, handing the consumer part of the result as all of it.
+    if (this.#reading || this.#failure) return;
     this.#reading = true;
     this.#pump().catch((err: unknown) => {
       this.#reading = false;

@@ -1160,3 +1160,98 @@ describe.concurrent('hostile server: the key stays secret', () => {
       }
     }));
 });
+
+/**
+ * A page after the first fails (an expired query's 404, a 302, a body in an encoding we never asked for):
+ * every row API must reject, never resolve with the rows before the failure as if they were all. The race
+ * this guards (a new `_read()` pump finding the failed engine finished and ending the stream cleanly) hit
+ * 399 of 400 reads before the fix; page sizes, the failing page's delay and the API vary per run.
+ */
+describe('hostile server: a failing later page never yields a partial result', () => {
+  const RUNS = Number(process.env.DQS_PARTIAL_RUNS ?? 60); // 500 for the issue-28 target run
+  type Read = (h: Hostile, pageSize: number) => Promise<number>;
+  const reads: [string, Read][] = [
+    [
+      'query().toArray()',
+      async (h, pageSize) => (await (await h.client.query(DATASET, {})).toArray({ pageSize })).length,
+    ],
+    [
+      'for await of stream rows',
+      async (h, pageSize) => {
+        let n = 0;
+        for await (const _ of h.client.stream(DATASET, {}, { output: 'rows', pageSize })) n++;
+        return n;
+      },
+    ],
+    [
+      'stream({ output: rows }).toArray()',
+      async (h, pageSize) =>
+        (await h.client.stream(DATASET, {}, { output: 'rows', pageSize }).toArray()).length,
+    ],
+    [
+      'query().toTable()',
+      async (h, pageSize) => (await (await h.client.query(DATASET, {})).toTable({ pageSize })).numRows,
+    ],
+  ];
+  const failures: [string, (res: ServerResponse) => void][] = [
+    ['404', (res) => json(res, 404, { message: 'query expired' })],
+    ['302', (res) => res.writeHead(302, { location: '/elsewhere' }).end()],
+    [
+      'zstd',
+      (res) =>
+        res
+          .writeHead(200, {
+            ...HEADERS,
+            'x-total': '25',
+            'content-type': MediaType.table,
+            'content-encoding': 'zstd',
+          })
+          .end('(\u00b5/\u00fd junk'),
+    ],
+  ];
+  for (const [api, read] of reads) {
+    it(`${api}: ${RUNS} runs, each rejects`, () =>
+      within(async () => {
+        let seed = 7;
+        const random = () => {
+          seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+          return seed / 2 ** 31;
+        };
+        let run = 0;
+        let delay = 0;
+        // One server and client for all runs, as an application reads one query after another (a warm
+        // client sends its pages at once, so the failure lands while earlier pages' rows are buffered).
+        const h = await hostile({
+          // Complete at once: the client reads the first page for the descriptors, then the stream's.
+          post: (res) =>
+            json(res, 200, { id: QID, state: 'complete', total: 25, formats: [MediaType.table] }),
+          page: (res, ask) => {
+            if (ask.start === 1) return false;
+            const fail = failures[run % failures.length]![1];
+            // Mostly at once, sometimes a little later.
+            if (delay === 0) fail(res);
+            else setTimeout(() => fail(res), delay);
+            return true;
+          },
+        });
+        const outcomes: string[] = [];
+        try {
+          for (run = 0; run < RUNS; run++) {
+            const pageSize = 1 + Math.floor(random() * 12);
+            delay = random() < 0.7 ? 0 : 1 + Math.floor(random() * 3);
+            try {
+              const rows = await read(h, pageSize);
+              outcomes.push(
+                `${failures[run % failures.length]![0]}, pageSize ${pageSize}: resolved, ${rows} rows`,
+              );
+            } catch (err) {
+              expect(err).toBeInstanceOf(DqsError);
+            }
+          }
+        } finally {
+          await h.close();
+        }
+        expect(outcomes).toEqual([]);
+      }));
+  }
+});
