@@ -111,14 +111,12 @@ export function decodeBody(
   });
   // Decoders in reverse order of application: the last coding applied is the first undone.
   const stages = [...codings].reverse().map((c) => DECODERS.get(c)!());
-  for (const stage of stages) stage.on('error', mark('decoder'));
   // Readers see this stream, not the last zlib stage, so that the error they get is ours: pipeline would
   // destroy its own streams with the raw zlib error before telling us.
   const body = new PassThrough({ readableHighWaterMark: CHUNK_SIZE });
-  pipeline([source, ...stages], (err) => {
-    if (!err) return;
-    if (body.destroyed) return; // the reader dropped the body: that is what ended the pipeline
-    if (typeof err === 'object' && origin.get(err) !== 'decoder') {
+  const fail = (err: unknown) => {
+    if (body.destroyed) return; // the reader dropped the body, or an earlier error already ended it
+    if (typeof err === 'object' && err !== null && origin.get(err) !== 'decoder') {
       body.destroy(translate(err));
       return;
     }
@@ -136,6 +134,19 @@ export function decodeBody(
         { cause: err },
       ),
     );
+  };
+  // Every stage's error ends the body, not only those pipeline reports: a body cut inside the compressed
+  // data fails in the last stage's flush, after pipeline has already called back without an error, and
+  // `.pipe()` does not pass errors on, so the reader would wait forever (no timeout runs once the socket
+  // has ended).
+  for (const stage of stages) {
+    stage.on('error', (err: unknown) => {
+      mark('decoder')(err);
+      fail(err);
+    });
+  }
+  pipeline([source, ...stages], (err) => {
+    if (err) fail(err);
   });
   stages.at(-1)!.pipe(body);
   body.on('close', () => {

@@ -14,6 +14,7 @@ import { Agent, DecoratorHandler, type Dispatcher } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ClientOptions,
+  ContentEncodingError,
   DatasetClient,
   DqsError,
   type DqsErrorCode,
@@ -76,7 +77,7 @@ const servers = new Set<Server>();
 async function hostile(
   b: Behaviour = {},
   key = 'hostile-key',
-  clientOptions: Pick<ClientOptions, 'maxResponseBytes' | 'dispatcher' | 'retry'> = {},
+  clientOptions: Pick<ClientOptions, 'maxResponseBytes' | 'dispatcher' | 'retry' | 'timeoutMs'> = {},
 ): Promise<Hostile> {
   const total = b.total ?? 25;
   const fields = b.fields ?? FIELDS;
@@ -555,6 +556,62 @@ describe.concurrent('hostile server: bombs and absurd sizes', () => {
       });
       // Inflated as it is read, and refused once it inflates more than 200-fold past 32 MiB.
       expect((await failsWith(h, 'DQS_RESPONSE_TOO_LARGE')).message).toMatch(/compression bomb/);
+    }));
+
+  /**
+   * gzip cut inside its compressed data, the HTTP framing complete (Content-Length matches what is sent):
+   * zlib's flush error came after pipeline had reported success, and `.pipe()` never passed it on, so the
+   * read hung past every timeout. Each must fail typed well within `timeoutMs` (2 s).
+   */
+  const cutGzip = (body: unknown) => {
+    const whole = gzipSync(Buffer.from(JSON.stringify(body)));
+    return whole.subarray(0, Math.floor(whole.length / 2));
+  };
+  const sendCut = (res: ServerResponse, bytes: Buffer, headers: Record<string, string>) => {
+    res.writeHead(200, { ...headers, 'content-encoding': 'gzip', 'content-length': String(bytes.length) });
+    res.end(bytes);
+    return true;
+  };
+  it('a page body in gzip cut inside its compressed data: DQS_PROTOCOL (ContentEncodingError) within timeoutMs', () =>
+    within(async () => {
+      const h = await hostile(
+        {
+          page: (res, ask, honest) =>
+            sendCut(res, cutGzip(JSON.parse(honest())), {
+              ...HEADERS,
+              'x-total': '25',
+              'content-type': ask.csv ? 'text/csv' : MediaType.table,
+            }),
+        },
+        undefined,
+        { timeoutMs: 2000 },
+      );
+      const began = performance.now();
+      const err = await failsWith(h, 'DQS_PROTOCOL');
+      expect(err).toBeInstanceOf(ContentEncodingError);
+      expect(err.message).toMatch(/ends before its gzip data does/);
+      expect(performance.now() - began).toBeLessThan(2000);
+    }));
+
+  it('a query POST answer in gzip cut inside its compressed data: ContentEncodingError within timeoutMs', () =>
+    within(async () => {
+      const h = await hostile(
+        {
+          post: (res) =>
+            sendCut(
+              res,
+              cutGzip({ id: QID, state: 'running', total: 0, formats: [], padding: 'x'.repeat(500) }),
+              {
+                'content-type': 'application/json',
+              },
+            ),
+        },
+        undefined,
+        { timeoutMs: 2000 },
+      );
+      const began = performance.now();
+      expect(await failsWith(h, 'DQS_PROTOCOL')).toBeInstanceOf(ContentEncodingError);
+      expect(performance.now() - began).toBeLessThan(2000);
     }));
 
   it('a JSON nesting bomb (a row a million [ deep): DQS_DECODE naming the row, no stack overflow', () =>
