@@ -35,7 +35,11 @@ beforeAll(async () => {
     req.resume();
     const u = new URL(req.url ?? '/', 'http://x');
     const key = (req.headers.authorization ?? '').replace(/^token /, '');
-    if (key !== KEY) return json(res, 403, { message: `forbidden for key ${key} ${JSON.stringify(key)}` });
+    if (key !== KEY) {
+      // Echoed as sent, JSON-escaped, after a colour code (a letter right before it), upper-cased and in base64.
+      const echoes = `\u001b[31m${key}\u001b[0m ${key.toUpperCase()} b64:${Buffer.from(key).toString('base64')}`;
+      return json(res, 403, { message: `forbidden for key ${key} ${JSON.stringify(key)} ${echoes}` });
+    }
     const path = u.pathname;
     if (path === '/datasets/') {
       return json(res, 200, {
@@ -194,6 +198,16 @@ describe.concurrent('dqs: the key stays secret', () => {
     expect(run.stderr).not.toContain('sk-\\\\wrong');
     expect(run.stderr).toContain('forbidden for key ***');
     expectSafe(run.stderr);
+  });
+
+  it('a 403 echoing a hex key after a colour code, upper-cased and in base64: masked in every form', async () => {
+    const wrong = '4d1c9e0b7a2f83d6c5e19b0a4f7d2c8e';
+    const run = await dqs(['datasets', '--debug'], { key: wrong });
+    expect(run.code).toBe(3);
+    for (const form of [wrong, wrong.toUpperCase(), Buffer.from(wrong).toString('base64').slice(0, 40)]) {
+      expect(run.stderr).not.toContain(form);
+    }
+    expect(run.stderr).toContain('\\x1b[31m***');
   });
 
   it('--api-key-file FILE reads the key from its first line', async () => {

@@ -16,14 +16,47 @@ export const MASK = '***';
 // Keys rotate (a `token` provider): keep the latest ones, not every key ever seen.
 const MAX_SECRETS = 64;
 const secrets = new Set<string>();
-let pattern: RegExp | undefined;
+// Rebuilt on the next redaction after a key is registered.
+let masker: Masker | undefined;
+let maskerStale = true;
 
 /** Registers a key to be masked from now on. Empty strings are ignored. */
 export function registerSecret(secret: string | undefined): void {
   if (!secret || secrets.has(secret)) return;
   secrets.add(secret);
   if (secrets.size > MAX_SECRETS) secrets.delete(secrets.values().next().value as string);
-  pattern = undefined;
+  maskerStale = true;
+}
+
+/**
+ * Keys at least this long are masked wherever they stand, whatever their neighbours (an ANSI colour code
+ * such as `\x1b[31m` ends in a letter, right before the key). A shorter one only as a whole token, so that
+ * a test key such as `k` does not mangle every word with a k in it; no real key is that short.
+ */
+const ANYWHERE_MIN = 8;
+
+/**
+ * What can stand between two characters of a key in a text without being printed as a character: raw
+ * control characters and terminal sequences, and the escaped spellings of both (`\x1b[31m`, `\u001b[0m`,
+ * `\x00`, `\n`). A server that splits an echoed key with colour codes must not get it past the mask.
+ */
+const GAP =
+  /\u001b\[[0-?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u001f\u007f-\u009f]|\\(?:x1b|u001b)\[[0-?]*[ -/]*[@-~]|\\x[0-9a-f]{2}|\\u[0-9a-f]{4}|\\[nrtbfv0]/gi;
+
+/** The parts of base64 that only the key's bytes decide, at each of the three alignments in a longer text. */
+function base64Forms(secret: string): string[] {
+  const bytes = Buffer.from(secret, 'utf8');
+  const out: string[] = [];
+  for (let offset = 0; offset < 3; offset++) {
+    const b64 = Buffer.concat([Buffer.alloc(offset), bytes]).toString('base64');
+    const first = Math.ceil((8 * offset) / 6);
+    const last = Math.floor((8 * (offset + bytes.length)) / 6);
+    const core = b64.slice(first, last);
+    out.push(core, core.replace(/\+/g, '-').replace(/\//g, '_'));
+  }
+  // Whole, with its padding, as `Buffer.from(key).toString('base64')` prints it.
+  out.push(bytes.toString('base64'));
+  return out;
 }
 
 /** Every spelling of `secret` a text may hold. */
@@ -36,30 +69,88 @@ export function secretForms(secret: string): string[] {
     // In a text that also holds a control character, its backslashes are escaped too.
     escapeControls(`${secret}\u0000`).slice(0, -4),
     encodeURIComponent(secret),
+    ...(secret.length >= ANYWHERE_MIN ? base64Forms(secret) : []),
   ]);
   return [...forms].filter((f) => f.length > 0);
 }
 
-function regexFor(list: Iterable<string>): RegExp | undefined {
-  const forms = [...new Set([...list].flatMap(secretForms))]
-    // Longest first, so an escaped spelling is masked whole, not only its unescaped prefix.
+const escapeRegex = (f: string) => f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Longest first, so an escaped spelling is masked whole, not only its unescaped prefix. */
+function alternatives(forms: Iterable<string>): string {
+  return [...new Set(forms)]
     .sort((a, b) => b.length - a.length)
-    .map((f) => f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-  if (forms.length === 0) return undefined;
-  // A whole token only (not inside a longer run of letters and digits), so a short test key such as `k`
-  // does not mangle every word that contains a k.
-  return new RegExp(`(?<![A-Za-z0-9])(?:${forms.join('|')})(?![A-Za-z0-9])`, 'g');
+    .map(escapeRegex)
+    .join('|');
 }
 
-/** `text` with every registered key (and `extra` ones) masked as `***`. */
-export function redactSecrets(text: string, extra?: readonly string[]): string {
-  if (extra && extra.length > 0) {
-    const re = regexFor([...secrets, ...extra]);
-    return re ? text.replace(re, MASK) : text;
+interface Masker {
+  /** Every spelling, as it stands in a text. */
+  readonly whole: RegExp;
+  /** The long spellings with their gaps taken out, for a text with its gaps taken out. */
+  readonly joined: RegExp | undefined;
+}
+
+function maskerFor(list: Iterable<string>): Masker | undefined {
+  const keys = [...new Set(list)].filter((k) => k.length > 0);
+  if (keys.length === 0) return undefined;
+  const long = keys.filter((k) => k.length >= ANYWHERE_MIN).flatMap(secretForms);
+  const short = keys.filter((k) => k.length < ANYWHERE_MIN).flatMap(secretForms);
+  const parts: string[] = [];
+  if (long.length > 0) parts.push(`(?:${alternatives(long)})`);
+  if (short.length > 0) parts.push(`(?<![A-Za-z0-9])(?:${alternatives(short)})(?![A-Za-z0-9])`);
+  // Any case: a hex key printed upper-case is the same key (masking a little more is harmless).
+  const whole = new RegExp(parts.join('|'), 'gi');
+  const joinedForms = long.map((f) => f.replace(GAP, '')).filter((f) => f.length >= ANYWHERE_MIN);
+  const joined = joinedForms.length > 0 ? new RegExp(alternatives(joinedForms), 'gi') : undefined;
+  return { whole, joined };
+}
+
+/**
+ * `text` with a key split by gaps masked too: the text without its gaps is searched, and each match is
+ * masked from the original position of its first character to that of its last.
+ */
+function maskSplit(text: string, joined: RegExp): string {
+  GAP.lastIndex = 0;
+  if (!GAP.test(text)) return text;
+  const kept: number[] = [];
+  let plain = '';
+  let at = 0;
+  GAP.lastIndex = 0;
+  for (const gap of text.matchAll(GAP)) {
+    for (let i = at; i < gap.index; i++) kept.push(i);
+    plain += text.slice(at, gap.index);
+    at = gap.index + gap[0].length;
   }
+  for (let i = at; i < text.length; i++) kept.push(i);
+  plain += text.slice(at);
+  const ranges: [number, number][] = [];
+  for (const m of plain.matchAll(joined)) {
+    ranges.push([kept[m.index]!, kept[m.index + m[0].length - 1]! + 1]);
+  }
+  let out = text;
+  for (let i = ranges.length - 1; i >= 0; i--) {
+    const [from, to] = ranges[i]!;
+    out = out.slice(0, from) + MASK + out.slice(to);
+  }
+  return out;
+}
+
+function mask(text: string, masker: Masker | undefined): string {
+  if (!masker) return text;
+  const out = text.replace(masker.whole, MASK);
+  return masker.joined ? maskSplit(out, masker.joined) : out;
+}
+
+/** `text` with every registered key (and `extra` ones) masked as `***`, in any spelling and any case. */
+export function redactSecrets(text: string, extra?: readonly string[]): string {
+  if (extra && extra.length > 0) return mask(text, maskerFor([...secrets, ...extra]));
   if (secrets.size === 0) return text;
-  pattern ??= regexFor(secrets);
-  return pattern ? text.replace(pattern, MASK) : text;
+  if (maskerStale) {
+    masker = maskerFor(secrets);
+    maskerStale = false;
+  }
+  return mask(text, masker);
 }
 
 /**

@@ -1186,6 +1186,24 @@ describe.concurrent('hostile server: the key stays secret', () => {
       expect(err.message).toContain('forbidden for key ***');
     }));
 
+  it('a 403 that echoes a hex key after a colour code, upper-cased, split and in base64: masked in each', () =>
+    within(async () => {
+      const hex = '0f9e8d7c6b5a49382716a5b4c3d2e1f0';
+      const split = `${hex.slice(0, 10)}\u001b[0m${hex.slice(10)}`;
+      const echo = `\u001b[31m${hex} ${hex.toUpperCase()} ${split} ${Buffer.from(hex).toString('base64')}`;
+      const h = await hostile({ post: (res) => json(res, 403, { message: `no: ${echo}` }) }, hex);
+      const err = await failsWith(h, 'DQS_AUTH');
+      const text = `${err.message} ${inspect(err, { depth: 8 })}`;
+      for (const form of [
+        hex,
+        hex.toUpperCase(),
+        hex.slice(10),
+        Buffer.from(hex).toString('base64').slice(0, 40),
+      ]) {
+        expect(text).not.toContain(form);
+      }
+    }));
+
   it("a 503 that echoes the key: not in the 'retry' events nor the final error", () =>
     within(async () => {
       const h = await hostile(
