@@ -68,7 +68,8 @@ function valueReader(kind: ColumnKind, column: string, invalidToNull: boolean): 
   switch (kind) {
     case 'number':
       return (v, row, page) => {
-        if (typeof v === 'number') return v;
+        // `v - v === 0`: finite (a literal past a double's range parses as Infinity: invalid, see toNumber).
+        if (typeof v === 'number' && v - v === 0) return v;
         const x = toNumber(v);
         return !Number.isNaN(x) ? x : bad(v, row, page);
       };

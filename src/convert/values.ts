@@ -46,7 +46,9 @@ export function parseDecimal(s: string): number {
 
 /** A JSON number as is, or a decimal numeric string (services that declare everything `string`). */
 export function toNumber(v: unknown): number {
-  if (typeof v === 'number') return v;
+  // JSON has no infinities: a non-finite number is a literal too large for a double (`1e400`), an
+  // invalid value like its string spelling, not Infinity.
+  if (typeof v === 'number') return Number.isFinite(v) ? v : Number.NaN;
   if (typeof v === 'string') return parseDecimal(v);
   return Number.NaN;
 }
@@ -71,7 +73,9 @@ export function toBooleanBit(v: unknown): 1 | 0 | -1 {
 /** A string as is; numbers and booleans as `String(v)` so no raw value is ever dropped. */
 export function toText(v: unknown): string | undefined {
   if (typeof v === 'string') return v;
-  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  // A non-finite number is a literal past a double's range: not a value to print as "Infinity".
+  if (typeof v === 'number') return v - v === 0 ? String(v) : undefined;
+  if (typeof v === 'boolean') return String(v);
   return undefined;
 }
 

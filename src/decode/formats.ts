@@ -16,6 +16,7 @@ import { decodeCsv } from './csv.js';
 import { FastCsvDecoder } from './csv-columns.js';
 import { parseTablePage } from './table-json.js';
 import { FastTableDecoder } from './table-json-fast.js';
+import { checkedUtf8, findInvalidUtf8, type InvalidUtf8, invalidUtf8Error } from './utf8.js';
 import { decodeXlsx } from './xlsx.js';
 
 /** What a page says of itself, for formats whose pages carry an envelope (table JSON). */
@@ -56,6 +57,14 @@ export interface FastDecoder {
   releaseBody?(buffer: Buffer): void;
 }
 
+/** What the reference decoders take besides the body. */
+export interface ReferenceOptions {
+  /** Bytes that are not UTF-8: a located `DecodeError`, or U+FFFD as `TextDecoder` reads them. */
+  readonly invalidUtf8: InvalidUtf8;
+}
+
+export const REFERENCE_DEFAULTS: ReferenceOptions = { invalidUtf8: 'error' };
+
 /** One result format. */
 export interface ResultFormat {
   readonly mediaType: string;
@@ -68,6 +77,7 @@ export interface ResultFormat {
     body: AsyncIterable<Uint8Array | string>,
     plan: readonly ColumnPlan[],
     where: PageRef,
+    options: ReferenceOptions,
   ) => Promise<DecodedPage>;
 }
 
@@ -109,11 +119,16 @@ export const FORMATS = {
         },
       };
     },
-    reference: async (body, plan, where) => ({ part: await allRows(decodeCsv(body, plan, where)) }),
+    reference: async (body, plan, where, options) => ({
+      part: await allRows(
+        decodeCsv(options.invalidUtf8 === 'error' ? checkedUtf8(body, where) : body, plan, where),
+      ),
+    }),
   },
   xlsx: {
     mediaType: MediaType.xlsx,
     envelope: false,
+    // An XLSX body is a zip of XML: its XML parser, not us, reads the text inside.
     reference: async (body, plan, where) => ({ part: await allRows(decodeXlsx(body, plan, where)) }),
   },
 } as const satisfies Record<DecodableFormat, ResultFormat>;
@@ -136,6 +151,7 @@ export async function decodeTableJson(
   body: AsyncIterable<Uint8Array | string>,
   plan: readonly ColumnPlan[],
   where: PageRef,
+  options: ReferenceOptions = REFERENCE_DEFAULTS,
 ): Promise<DecodedPage> {
   const parts: Buffer[] = [];
   let size = 0;
@@ -148,9 +164,39 @@ export async function decodeTableJson(
     size += bytes.length;
   }
   const whole = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+  if (options.invalidUtf8 === 'error') {
+    const found = findInvalidUtf8(whole);
+    if (found) throw locateInvalidUtf8(whole, 'invalid' in found ? found.invalid : found.incomplete, where);
+  }
   const page = parseTablePage(whole.toString('utf8'), where);
   if (page.rows.length > 0) checkFields(page.fields, plan, where);
   return { part: page.rows, envelope: { total: page.total, count: page.count, start: page.start } };
+}
+
+/** A noncharacter (U+FDD0, never in interchange text) put where the malformed bytes were, to find their cell. */
+const MARK = Buffer.from('\ufdd0');
+
+/**
+ * The error for the malformed bytes at `at`, naming the row and column when they are inside a cell: the
+ * page is parsed once more with a mark in their place (only pages that fail take this path).
+ */
+function locateInvalidUtf8(whole: Buffer, at: number, where: PageRef): DecodeError {
+  let cell: { row: number; column: string } | undefined;
+  try {
+    const marked = Buffer.concat([whole.subarray(0, at), MARK, whole.subarray(at + 1)]).toString('utf8');
+    const page = JSON.parse(marked) as { rows?: unknown; fields?: unknown };
+    const rows = Array.isArray(page.rows) ? (page.rows as unknown[]) : [];
+    const fields = Array.isArray(page.fields) ? (page.fields as { id?: unknown }[]) : [];
+    for (let r = 0; r < rows.length && cell === undefined; r++) {
+      const row = rows[r];
+      if (!Array.isArray(row)) continue;
+      const j = row.findIndex((v) => typeof v === 'string' && v.includes('\ufdd0'));
+      if (j >= 0) cell = { row: where.start + r, column: String(fields[j]?.id ?? `#${j + 1}`) };
+    }
+  } catch {
+    // Not JSON around the bytes either: the page and the offset say enough.
+  }
+  return invalidUtf8Error(whole, at, where, { cell });
 }
 
 /** The page's descriptors must be the planned columns, in order. */

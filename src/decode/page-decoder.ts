@@ -12,6 +12,8 @@ import {
   type FastDecoder,
   type FastDecoderOptions,
   FORMATS,
+  REFERENCE_DEFAULTS,
+  type ReferenceOptions,
   type ResultFormat,
 } from './formats.js';
 
@@ -32,7 +34,7 @@ export interface BodyPool {
   releaseBody(buffer: Buffer): void;
 }
 
-export interface PageDecoderOptions extends FastDecoderOptions {
+export interface PageDecoderOptions extends FastDecoderOptions, Partial<ReferenceOptions> {
   /** Use the format's fast decoder when it has one (`false`: always the reference, for tests and benches). */
   readonly fast: boolean;
 }
@@ -43,6 +45,7 @@ export class PageDecoder {
   readonly plan: readonly ColumnPlan[];
   readonly #fast: FastDecoder | undefined;
   readonly #pool: BodyPool | undefined;
+  readonly #reference: ReferenceOptions;
 
   constructor(name: DecodableFormat, plan: readonly ColumnPlan[], options: PageDecoderOptions) {
     this.name = name;
@@ -51,6 +54,7 @@ export class PageDecoder {
     const fast = options.fast ? this.format.fast?.(plan, options) : undefined;
     this.#fast = fast;
     this.#pool = fast?.bodyBuffer && fast.releaseBody ? (fast as BodyPool) : undefined;
+    this.#reference = { invalidUtf8: options.invalidUtf8 ?? REFERENCE_DEFAULTS.invalidUtf8 };
   }
 
   /**
@@ -60,11 +64,14 @@ export class PageDecoder {
    */
   async decode(body: PageBody, where: PageRef): Promise<DecodedPage> {
     const fast = this.#fast;
-    if (fast === undefined) return this.format.reference(body.chunks(), this.plan, where);
+    if (fast === undefined) return this.format.reference(body.chunks(), this.plan, where, this.#reference);
     const { body: bytes, pooled } = await body.whole(this.#pool);
     await decodeTurn();
     try {
-      return fast.decode(bytes, where) ?? (await this.format.reference(once(bytes), this.plan, where));
+      return (
+        fast.decode(bytes, where) ??
+        (await this.format.reference(once(bytes), this.plan, where, this.#reference))
+      );
     } finally {
       // Nothing reads the body's bytes any more: the decoders copied what they keep.
       if (pooled) this.#pool!.releaseBody(pooled);

@@ -152,6 +152,8 @@ function scanNumber(b: Buffer, i: number): number {
     v = neg ? -m : m;
   } else {
     v = Number(b.toString('latin1', s, i));
+    // A literal past a double's range (`1e400`): the reference reports it as an invalid value.
+    if (!Number.isFinite(v)) throw BAIL;
   }
   scanned[0] = v;
   return i;

@@ -35,6 +35,10 @@ export function parseTablePage(text: string, where: PageRef): ResultPage {
     throw fail(`the body is not JSON (${(error as Error).message})`, where, error);
   }
   if (!isObject(page)) throw fail(`the body is ${safeRepr(page)}, not an object`, where);
+  // JSON.parse keeps the last of two members of one name: a page with two `rows` would be read by its
+  // second without a word. Only the page's own members are checked (what the client reads).
+  const twice = repeatedMember(text);
+  if (twice !== undefined) throw fail(`the member ${safeRepr(twice)} appears more than once`, where);
   const { rows, fields } = page;
   if (!Array.isArray(rows)) throw fail('rows is not an array', where);
   for (let i = 0; i < rows.length; i++) {
@@ -81,4 +85,41 @@ export function envelopeOf(page: ResultPage): TableEnvelope {
     lastDateUpdated: page.last_date_updated,
     rowCount: page.rows.length,
   };
+}
+
+/**
+ * The first member name that the top-level object of `text` (valid JSON: `JSON.parse` took it) has more
+ * than once, or undefined. One pass over the characters, strings skipped; only the reference path and
+ * the first page's envelope read it.
+ */
+export function repeatedMember(text: string): string | undefined {
+  const seen = new Set<string>();
+  let depth = 0;
+  let keyNext = false; // the next string at depth 1 is a member name
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      const start = i;
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+      if (depth === 1 && keyNext) {
+        const raw = text.slice(start, i + 1);
+        const name = raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+        if (seen.has(name)) return name;
+        seen.add(name);
+      }
+      keyNext = false;
+    } else if (c === 0x7b || c === 0x5b) {
+      depth++;
+      keyNext = c === 0x7b && depth === 1;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    } else if (c === 0x2c) {
+      keyNext = depth === 1;
+    }
+  }
+  return undefined;
 }

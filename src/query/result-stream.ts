@@ -354,6 +354,7 @@ export class ResultStream extends Readable {
     const decoder = new PageDecoder(format, plan, {
       fast: opts.decoder === 'fast',
       strings: opts.output === 'rows' ? 'exact' : 'utf8',
+      invalidUtf8: opts.invalidUtf8,
     });
     const scheduler = this.#schedulerFor(source);
     this.#scheduler = scheduler;

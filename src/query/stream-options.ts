@@ -61,6 +61,12 @@ export interface StreamOptions {
   readonly onInvalid?: 'error' | 'null';
   /** A truncated result (over the row cap): emit `'truncated'` and go on, or fail with `TruncatedError`. @default 'warn' */
   readonly onTruncated?: 'warn' | 'error';
+  /**
+   * A table-JSON or CSV body with bytes that are not UTF-8: fail with a `DecodeError` naming the page, the
+   * byte and (table JSON) the row and column, or read them as U+FFFD (`'replace'`, what `TextDecoder` does).
+   * @default 'error'
+   */
+  readonly invalidUtf8?: 'error' | 'replace';
   /** Cancels the whole stream: polling and every in-flight request. */
   readonly signal?: AbortSignal | undefined;
   /** Per-request timeout for page reads, in ms. @default the client's */
@@ -96,6 +102,7 @@ export interface NormalizedStreamOptions {
   readonly types: Readonly<Record<string, ColumnKind>> | undefined;
   readonly onInvalid: 'error' | 'null';
   readonly onTruncated: 'warn' | 'error';
+  readonly invalidUtf8: 'error' | 'replace';
   readonly signal: AbortSignal | undefined;
   readonly timeoutMs: number | undefined;
   readonly decoder: 'fast' | 'json';
@@ -151,6 +158,7 @@ export function normalizeStreamOptions(options: StreamOptions = {}): NormalizedS
     types: options.types,
     onInvalid: oneOf(options.onInvalid, 'onInvalid', ['error', 'null'], 'error'),
     onTruncated: oneOf(options.onTruncated, 'onTruncated', ['warn', 'error'], 'warn'),
+    invalidUtf8: oneOf(options.invalidUtf8, 'invalidUtf8', ['error', 'replace'], 'error'),
     signal,
     timeoutMs: options.timeoutMs === undefined ? undefined : checkInteger(options.timeoutMs, 'timeoutMs', 1),
     decoder: oneOf(options.decoder, 'decoder', ['fast', 'json'], 'fast'),

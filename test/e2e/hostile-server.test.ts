@@ -176,7 +176,9 @@ async function within(run: () => Promise<void>): Promise<void> {
   expect(Math.max(peak, process.memoryUsage.rss())).toBeLessThan(GB);
 }
 
-async function rowsFrom(h: Hostile, options: { pageSize?: number; format?: 'json' | 'csv' } = {}) {
+type ReadOptions = { pageSize?: number; format?: 'json' | 'csv'; invalidUtf8?: 'error' | 'replace' };
+
+async function rowsFrom(h: Hostile, options: ReadOptions = {}) {
   try {
     return await h.client.stream(DATASET, {}, { output: 'rows', ...options }).toArray();
   } finally {
@@ -187,7 +189,7 @@ async function rowsFrom(h: Hostile, options: { pageSize?: number; format?: 'json
 async function failsWith(
   h: Hostile,
   codes: DqsErrorCode | DqsErrorCode[],
-  options: { pageSize?: number; format?: 'json' | 'csv' } = {},
+  options: ReadOptions = {},
 ): Promise<DqsError> {
   try {
     await h.client.stream(DATASET, {}, { output: 'rows', ...options }).toArray();
@@ -1329,4 +1331,93 @@ describe('hostile server: a failing later page never yields a partial result', (
         expect(outcomes).toEqual([]);
       }));
   }
+});
+
+/** Values the service sent that JSON.parse or a text decoder would change without a word (issue 28, 7). */
+describe.concurrent('hostile server: values never changed silently', () => {
+  /** The honest page's bytes with row 13's `s` cell (`"r13"`) replaced by `cell`. */
+  const withCell = (honest: () => string, cell: Buffer) => {
+    const text = honest();
+    const at = text.indexOf('"r13"');
+    if (at < 0) return Buffer.from(text);
+    return Buffer.concat([Buffer.from(text.slice(0, at)), cell, Buffer.from(text.slice(at + 5))]);
+  };
+  const send = (res: ServerResponse, body: Buffer | string, csv = false) => {
+    res.writeHead(200, { ...HEADERS, 'x-total': '25', 'content-type': csv ? 'text/csv' : MediaType.table });
+    res.end(body);
+    return true;
+  };
+  const badUtf8 = Buffer.from([0x22, 0x72, 0xff, 0x33, 0x22]); // "r\xff3"
+
+  it('invalid UTF-8 in a table-JSON cell: DQS_DECODE naming page, row and column', () =>
+    within(async () => {
+      const h = await hostile({ page: (res, _ask, honest) => send(res, withCell(honest, badUtf8)) });
+      const err = await failsWith(h, 'DQS_DECODE', { pageSize: 10 });
+      expect(err.message).toMatch(/not UTF-8: bytes ff 33/);
+      expect(err).toMatchObject({ row: 13, column: 's', page: { start: 11 } });
+    }));
+
+  it("invalid UTF-8 with invalidUtf8: 'replace': read as U+FFFD, every other row exact", () =>
+    within(async () => {
+      const h = await hostile({ page: (res, _ask, honest) => send(res, withCell(honest, badUtf8)) });
+      const rows = await rowsFrom(h, { pageSize: 10, invalidUtf8: 'replace' });
+      expect(rows[12]).toEqual({ n: 13, s: 'r\ufffd3' });
+      expect(rows.filter((_, i) => i !== 12)).toEqual(
+        Array.from({ length: 24 }, (_, k) => ({
+          n: k < 12 ? k + 1 : k + 2,
+          s: `r${k < 12 ? k + 1 : k + 2}`,
+        })),
+      );
+    }));
+
+  it('invalid UTF-8 in a CSV body: DQS_DECODE naming the page and the byte', () =>
+    within(async () => {
+      const h = await hostile({
+        page: (res, ask, honest) => {
+          const text = honest();
+          const at = text.indexOf('r13');
+          if (at < 0) return send(res, text, true);
+          return send(
+            res,
+            Buffer.concat([
+              Buffer.from(text.slice(0, at + 1)),
+              Buffer.from([0xc3, 0x28]),
+              Buffer.from(text.slice(at + 1)),
+            ]),
+            ask.csv,
+          );
+        },
+      });
+      const err = await failsWith(h, 'DQS_DECODE', { pageSize: 10, format: 'csv' });
+      expect(err.message).toMatch(/not UTF-8: bytes c3 28 .* at byte \d+/);
+      expect(err.page).toMatchObject({ start: 11 });
+    }));
+
+  it('a page with two "rows" members: DQS_DECODE naming the member (JSON.parse would keep the second)', () =>
+    within(async () => {
+      const h = await hostile({
+        page: (res, _ask, honest) => {
+          const text = honest();
+          return send(res, text.replace('"rows":', '"rows":[[1,"decoy"]],"rows":'));
+        },
+      });
+      const err = await failsWith(h, 'DQS_DECODE', { pageSize: 10 });
+      expect(err.message).toMatch(/"rows" appears more than once/);
+    }));
+
+  it('a number literal too large for a double (1e400): DQS_INVALID_VALUE naming row and column, as its string form', () =>
+    within(async () => {
+      const literal = await hostile({
+        page: (res, _ask, honest) => send(res, honest().replace('[13,"r13"]', '[1e400,"r13"]')),
+      });
+      const err = await failsWith(literal, 'DQS_INVALID_VALUE', { pageSize: 10 });
+      expect(err).toMatchObject({ row: 13, column: 'n' });
+      const quoted = await hostile({
+        page: (res, _ask, honest) => send(res, honest().replace('[13,"r13"]', '["1e400","r13"]')),
+      });
+      expect(await failsWith(quoted, 'DQS_INVALID_VALUE', { pageSize: 10 })).toMatchObject({
+        row: 13,
+        column: 'n',
+      });
+    }));
 });

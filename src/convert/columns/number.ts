@@ -20,7 +20,8 @@ export class Float64Column extends FixedWidthColumn<Float64Array> {
     let nulls = 0;
     for (let i = 0; i < n; i++, len++) {
       const v = rows[i]![col];
-      if (typeof v === 'number') {
+      // `v - v === 0`: finite (a literal past a double's range parses as Infinity: invalid, see toNumber).
+      if (typeof v === 'number' && v - v === 0) {
         values[len] = v;
         valid[len >> 3]! |= 1 << (len & 7);
       } else if (v === null || v === undefined) {
