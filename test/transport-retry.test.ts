@@ -149,11 +149,13 @@ describe('retries', () => {
     const retries = retriesOf(client);
     await client.listDatasets();
     await client.listDatasets();
-    // The client waited (far more than its 5 ms maximum backoff) and the server saw the gap.
-    expect(retries[0]!.delayMs).toBe(1000);
-    // An HTTP date has whole seconds: 2 s ahead is between 1 and 2 s away.
+    // The client waited (far more than its 5 ms maximum backoff) and the server saw the gap: the
+    // Retry-After, spread by at most a quarter of it.
+    expect(retries[0]!.delayMs).toBeGreaterThanOrEqual(1000);
+    expect(retries[0]!.delayMs).toBeLessThanOrEqual(1250);
+    // An HTTP date has whole seconds: 2 s ahead is between 1 and 2 s away (and the spread on top).
     expect(retries[1]!.delayMs).toBeGreaterThanOrEqual(1000);
-    expect(retries[1]!.delayMs).toBeLessThanOrEqual(2000);
+    expect(retries[1]!.delayMs).toBeLessThanOrEqual(2500);
     const at = emu.requests.map((r) => r.at);
     expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(990);
     expect(at[3]! - at[2]!).toBeGreaterThanOrEqual(990);
@@ -254,7 +256,7 @@ describe('retries', () => {
     expect(csvTable.toArray().map((r) => r.toJSON())).toEqual(jsonTable.toArray().map((r) => r.toJSON()));
   });
 
-  it('full jitter: each pause is uniform in [0, min(max, min * 2^(attempt-1))], Retry-After a floor', () => {
+  it('full jitter without Retry-After: each pause is uniform in [0, min(max, min * 2^(attempt-1))]', () => {
     const policy = normalizeRetryOptions({ minDelayMs: 100, maxDelayMs: 1000 });
     const err = new ServerError({ status: 503, method: 'GET', url: 'u' });
     expect([1, 2, 3, 4, 5, 6].map((a) => backoffDelay(policy, a, err, () => 0.999999))).toEqual([
@@ -262,7 +264,24 @@ describe('retries', () => {
     ]);
     expect(backoffDelay(policy, 3, err, () => 0)).toBe(0);
     const limited = new RateLimitedError({ status: 429, method: 'GET', url: 'u', retryAfterMs: 3000 });
-    expect(backoffDelay(policy, 1, limited, () => 0.5)).toBe(3000);
+    expect(backoffDelay(policy, 1, limited, () => 0)).toBe(3000);
+  });
+
+  it('Retry-After is the wait: spread by a quarter of it, up to twice it for a request refused again and again', () => {
+    const policy = normalizeRetryOptions({ minDelayMs: 250, maxDelayMs: 15_000 });
+    const limited = new RateLimitedError({ status: 429, method: 'GET', url: 'u', retryAfterMs: 1000 });
+    const most = (a: number) => backoffDelay(policy, a, limited, () => 0.999999);
+    const least = (a: number) => backoffDelay(policy, a, limited, () => 0);
+    // The waits that once grew to 4, 8 and 14 s after a few refusals of `Retry-After: 1`.
+    expect([1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map(most)).toEqual([
+      1250, 1500, 1750, 2000, 2000, 2000, 2000, 2000, 2000, 2000,
+    ]);
+    expect([1, 5, 10].map(least)).toEqual([1000, 1000, 1000]);
+    // `Retry-After: 0`: back at once, spread over minDelayMs (no spin, no growth).
+    const now = new RateLimitedError({ status: 429, method: 'GET', url: 'u', retryAfterMs: 0 });
+    expect([1, 8].map((a) => backoffDelay(policy, a, now, () => 0.999999))).toEqual([250, 250]);
+    const shed = new ServerError({ status: 503, method: 'GET', url: 'u', retryAfterMs: 2000 });
+    expect(backoffDelay(policy, 9, shed, () => 0.5)).toBe(3000);
     expect(parseRetryAfter('1')).toBe(1000);
     expect(parseRetryAfter(' 0 ')).toBe(0);
     expect(parseRetryAfter('2.5')).toBe(2500);

@@ -18,6 +18,7 @@ import type { EndpointClient } from '../transport/endpoints.js';
 import { statusFromHeaders } from '../transport/endpoints.js';
 import { bodyLimit, discardBody, type HttpResponse, readBounded, translateError } from '../transport/http.js';
 import { type RetryEvent, withRetry } from '../transport/retry.js';
+import type { HedgePolicy } from './hedge.js';
 import type { PageRange } from './page-plan.js';
 
 export type { PagePart } from '../decode/index.js';
@@ -45,6 +46,8 @@ export interface PageFetchContext {
    * to the next request while the page is decoded.
    */
   readonly onBodyRead?: ((bytes: number) => void) | undefined;
+  /** Sends a page request again on another connection when it is much slower than the usual (hedge.ts). */
+  readonly hedge?: HedgePolicy | undefined;
   /** Opens a page's response another way (a page already read with the query); default: a GET. */
   readonly openPage?: ((range: PageRange, signal: AbortSignal) => Promise<HttpResponse>) | undefined;
 }
@@ -104,7 +107,19 @@ export interface PageTiming {
 async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSignal): Promise<Piece> {
   const ended = await ctx.onSend?.(signal);
   try {
-    return await fetchPieceSent(ctx, sub, signal);
+    // A page served another way (the query's own first page, already in hand) is never slow.
+    if (ctx.hedge === undefined || ctx.openPage) return await fetchPieceSent(ctx, sub, signal);
+    const sentAt = performance.now();
+    const piece = await ctx.hedge.run(
+      (s) => fetchPieceSent(ctx, sub, s),
+      signal,
+      // The slower answer of a hedged request: its decoded columns go back to the decoder.
+      (dropped) => {
+        if (!Array.isArray(dropped.part)) ctx.decoder.recycle(dropped.part);
+      },
+    );
+    ctx.hedge.record(performance.now() - sentAt);
+    return piece;
   } finally {
     ended?.();
   }

@@ -31,6 +31,7 @@ import { PageDecoder } from '../decode/index.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import type { RetryEvent } from '../transport/retry.js';
 import { adaptiveConcurrency, type Congestion, FixedConcurrency, INITIAL_LIMIT } from './concurrency.js';
+import { HedgePolicy } from './hedge.js';
 import { OrderedWindow, type WindowTask } from './ordered-window.js';
 import { fetchPage, type PageData, type PageFetchContext, partLength } from './page-fetcher.js';
 import { checkRowLimit, PagePlan, type PageRange } from './page-plan.js';
@@ -172,6 +173,7 @@ export class ResultStream extends Readable {
   #toEmit = 0;
   #window: OrderedWindow<PageData> | undefined;
   #scheduler: RequestScheduler | undefined;
+  readonly #hedge = new HedgePolicy();
 
   /** @internal Use `result.stream()` or `client.stream()`. */
   constructor(resolve: (signal: AbortSignal) => Promise<ResultSource>, options: NormalizedStreamOptions) {
@@ -248,6 +250,11 @@ export class ResultStream extends Readable {
         source: mark.source ?? 'service',
       } satisfies ProgressEvent);
     }
+  }
+
+  /** Page requests sent again on another connection because the first was slow, and those that won. */
+  get hedges(): { readonly sent: number; readonly won: number } {
+    return { sent: this.#hedge.sent, won: this.#hedge.won };
   }
 
   /** Pages requested so far (for tests of backpressure and for progress displays). */
@@ -371,6 +378,7 @@ export class ResultStream extends Readable {
       maxResponseBytes: source.maxResponseBytes,
       timeoutMs: opts.timeoutMs,
       onRetry: (event: RetryEvent) => this.emit('retry', event),
+      hedge: this.#hedge,
     };
     // What a page shows sets the size of the pages planned after it, as soon as it has arrived (not when
     // the consumer reaches it: by then a fast link has planned the whole result at the first guess).

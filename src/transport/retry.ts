@@ -84,17 +84,28 @@ export function isShed(err: DqsError): boolean {
   );
 }
 
-/** Full jitter: uniform in [0, min(max, base * 2^attempt)], but never below the server's Retry-After. */
+/**
+ * Without `Retry-After`: full jitter, uniform in [0, min(max, base * 2^(attempt-1))].
+ *
+ * With it, the server said when to come back, and that is the wait: the backoff does not compound on top
+ * of it (it did: after a few refusals of one page a `Retry-After: 1` became waits of 4, 8 and 14 s, long
+ * after the service had recovered). Each wait is spread by up to a quarter of the `Retry-After` (at least
+ * `minDelayMs`), so refused requests do not all come back in one burst; a request refused again and
+ * again spreads wider, up to twice the `Retry-After` from its fourth attempt.
+ */
 export function backoffDelay(
   policy: NormalizedRetryOptions,
   attempt: number,
   err: DqsError,
   random = Math.random,
 ): number {
-  const cap = Math.min(policy.maxDelayMs, policy.minDelayMs * 2 ** (attempt - 1));
-  const jittered = Math.round(random() * cap);
   const retryAfter = (err as { retryAfterMs?: number }).retryAfterMs;
-  return retryAfter !== undefined ? Math.max(retryAfter, jittered) : jittered;
+  if (retryAfter !== undefined) {
+    const spread = Math.max(policy.minDelayMs, retryAfter * Math.min(1, attempt / 4));
+    return Math.round(retryAfter + random() * spread);
+  }
+  const cap = Math.min(policy.maxDelayMs, policy.minDelayMs * 2 ** (attempt - 1));
+  return Math.round(random() * cap);
 }
 
 export async function withRetry<T>(

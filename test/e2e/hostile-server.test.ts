@@ -1421,3 +1421,59 @@ describe.concurrent('hostile server: values never changed silently', () => {
       });
     }));
 });
+
+/** Recovery (issue 28, 8): a storm of 429s and one slow connection cost about what they must, no more. */
+describe.concurrent('hostile server: recovery', () => {
+  it('a 429 storm with Retry-After: 1: each wait is the Retry-After (at most twice it), rows exact', () =>
+    within(async () => {
+      const began = Date.now();
+      const h = await hostile({
+        total: 400,
+        page: (res) =>
+          Date.now() - began < 6000
+            ? json(res, 429, { message: 'slow down' }, { 'retry-after': '1' })
+            : false,
+      });
+      const events: RetryEvent[] = [];
+      h.client.on('retry', (e: RetryEvent) => events.push(e));
+      const rows = await rowsFrom(h, { pageSize: 50 });
+      expectRows(rows, 400);
+      expect(events.length).toBeGreaterThan(0);
+      // Before: waits compounded past the Retry-After (4, 8 and 14 s after a few refusals of one page).
+      for (const e of events) expect(e.delayMs).toBeLessThanOrEqual(2000);
+    }));
+
+  it('one connection in three answers 3 s late: its pages are hedged on another connection, rows exact', () =>
+    within(async () => {
+      let connections = 0;
+      const slow = new WeakSet<object>();
+      const h = await hostile({
+        total: 2000,
+        page: (res, _ask, honest) => {
+          const socket = res.socket!;
+          if (!slow.has(socket)) return false;
+          const body = honest();
+          setTimeout(() => {
+            if (res.writableEnded || socket.destroyed) return;
+            res.writeHead(200, { ...HEADERS, 'x-total': '2000', 'content-type': MediaType.table }).end(body);
+          }, 3000);
+          return true;
+        },
+      });
+      // The hostile helper's server: every third connection it accepts is the slow one.
+      const server = [...servers].at(-1)!;
+      server.on('connection', (socket) => {
+        if (++connections % 3 === 0) slow.add(socket);
+      });
+      const stream = h.client.stream(DATASET, {}, { output: 'rows', pageSize: 50 });
+      const rows: Record<string, unknown>[] = [];
+      try {
+        for await (const row of stream) rows.push(row as Record<string, unknown>);
+      } finally {
+        await h.close();
+      }
+      expect(rows).toHaveLength(2000);
+      rows.forEach((r, i) => expect(r).toEqual({ n: i + 1, s: `r${i + 1}` }));
+      expect(stream.hedges.won).toBeGreaterThan(0);
+    }));
+});
