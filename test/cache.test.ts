@@ -3,11 +3,22 @@
  * and foreign entries, concurrent fillers, eviction, partial reads, kill -9 while writing.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { afterEach, describe, expect, test } from 'vitest';
+import { pruneEntries } from '../src/cache/entry-store.js';
 import { type Emulator, type EmulatorOptions, startEmulator } from '../src/emulator/index.js';
 import {
   type CacheEvent,
@@ -338,6 +349,47 @@ describe('never wrong data', () => {
       writeFileSync(path, damage(readFileSync(path)));
     }
   });
+
+  test.each([
+    ['copied', (from: string, to: string) => copyFileSync(from, to)],
+    [
+      'symlinked',
+      (from: string, to: string) => {
+        rmSync(to);
+        symlinkSync(from, to);
+      },
+    ],
+  ])(
+    "an entry of another query %s to this query's name is never served, with or without maxAge",
+    async (_name, plant) => {
+      // Issue 28: with maxAge, the `nasdaq:aapl` query returned the rows of a `nyse:wmt` entry put at its name.
+      const emu = await emulator();
+      const dir = tempDir();
+      const other: QueryBody = { tickers: ['nyse:wmt'] };
+      const expected = await (await client(emu, { dir }).client.query(DATASET, BODY)).toArray();
+      const [mine] = entryFiles(dir);
+      const others = await (await client(emu, { dir }).client.query(DATASET, other)).toArray();
+      const theirs = entryFiles(dir).find((n) => n !== mine);
+      expect(others.length).not.toBe(expected.length);
+      const path = join(dir, 'entries', mine!);
+      const foreign = join(dir, 'entries', theirs!);
+      for (const maxAge of [60_000, undefined]) {
+        plant(foreign, path);
+        const reader = client(emu, { dir, ...(maxAge ? { maxAge } : {}) });
+        expect(await (await reader.client.query(DATASET, BODY)).toArray()).toEqual(expected);
+        expect(reader.events).toEqual(['unreadable', 'miss', 'stored']);
+        expect(lstatSync(path).isFile()).toBe(true);
+      }
+      // `prune` removes such an entry too (it verifies, but answers another name).
+      plant(foreign, path);
+      expect(await pruneEntries(dir, 1024 ** 3)).toMatchObject({ corrupt: 1, evicted: 0 });
+      expect(entryFiles(dir)).toEqual([theirs]);
+      // The other query's own entry is untouched, and still its own.
+      const owner = client(emu, { dir, maxAge: 60_000 });
+      expect(await (await owner.client.query(DATASET, other)).toArray()).toEqual(others);
+      expect(owner.events).toEqual(['hit']);
+    },
+  );
 
   test('an entry of another format version, or not an entry at all, is removed unread', async () => {
     const emu = await emulator();

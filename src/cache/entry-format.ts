@@ -53,10 +53,13 @@ export interface EntryHeader {
   readonly unknownTickers?: readonly string[];
 }
 
-/** Why an entry cannot be used; never shown to users as an error (the result is fetched instead). */
+/**
+ * Why an entry cannot be used; never shown to users as an error (the result is fetched instead).
+ * `foreign`: a sound entry of another query (copied or linked to this entry's name).
+ */
 export class EntryProblem extends Error {
   constructor(
-    readonly reason: 'missing' | 'version' | 'corrupt',
+    readonly reason: 'missing' | 'version' | 'corrupt' | 'foreign',
     message: string,
   ) {
     super(message);
@@ -126,6 +129,29 @@ function parseHeader(json: Buffer): EntryHeader {
     (h.unknownTickers === undefined || (Array.isArray(h.unknownTickers) && h.unknownTickers.every(isString)));
   if (!ok) throw new EntryProblem('corrupt', 'header lacks a member or has one of the wrong type');
   return h as EntryHeader;
+}
+
+/** What a query asks of an entry: the entry must have been filled for exactly this. */
+export interface EntryIdentity {
+  readonly key: string;
+  readonly baseUrl: string;
+  readonly datasetId: string;
+  /** The canonical query body. */
+  readonly body: string;
+}
+
+/**
+ * Throws `foreign` unless the header records the query it is asked to answer. The file name alone says
+ * nothing: an entry copied or linked under another name is sound (its checksum holds) and, within
+ * `maxAge`, nothing else would compare it with the query. The key covers the account too (an HMAC of the
+ * credential), which the header cannot repeat without writing something derived from it twice.
+ */
+export function checkIdentity(header: EntryHeader, expected: EntryIdentity): void {
+  for (const member of ['key', 'baseUrl', 'datasetId', 'body'] as const) {
+    if (header[member] !== expected[member]) {
+      throw new EntryProblem('foreign', `the entry answers another query (its ${member} differs)`);
+    }
+  }
 }
 
 /** The header alone (for lookups and `dqs cache list`): no checksum, which needs the whole file. */

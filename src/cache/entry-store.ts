@@ -282,7 +282,9 @@ export async function pruneEntries(dir: string, maxBytes: number): Promise<Prune
   for (const f of await listFiles(dir)) {
     if (f.kind === 'temp') continue;
     try {
-      await loadEntry(f.path);
+      const { header } = await loadEntry(f.path);
+      // Sound, but under another entry's name (copied or linked): it can never be served there.
+      if (`${header.key}${ENTRY_SUFFIX}` !== f.name) throw new EntryProblem('foreign', 'another name');
     } catch (err) {
       if (!(err instanceof EntryProblem) || err.reason === 'missing') continue;
       await removeEntry(f.path);

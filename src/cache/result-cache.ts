@@ -13,7 +13,13 @@ import type { RequestScheduler } from '../query/scheduler.js';
 import type { TickerCheck } from '../tickers/coverage.js';
 import { type EndpointClient, statusFromHeaders } from '../transport/endpoints.js';
 import { CachedRows } from './cached-rows.js';
-import { type EntryHeader, EntryProblem, readHeader } from './entry-format.js';
+import {
+  checkIdentity,
+  type EntryHeader,
+  type EntryIdentity,
+  EntryProblem,
+  readHeader,
+} from './entry-format.js';
 import { entryPath, evict, type LoadedEntry, loadEntry, removeEntry } from './entry-store.js';
 import type { CacheEvent } from './events.js';
 import { accountId, cacheSecret, canonicalBody, entryKey } from './key.js';
@@ -116,7 +122,7 @@ export class ResultCache {
         }),
       });
 
-    const entry = q.refresh ? undefined : await this.#header(path, key);
+    const entry = q.refresh ? undefined : await this.#header(path, { key, baseUrl, datasetId, body });
     if (!entry) {
       this.#emit({ type: 'miss', key, datasetId, refresh: q.refresh });
       const unknown = await checkTickers();
@@ -172,14 +178,19 @@ export class ResultCache {
     return wrap(await q.fetch(handle), undefined, unknown);
   }
 
-  /** The entry's header, or `undefined` (no entry, or one that can never be served: removed). */
-  async #header(path: string, key: string): Promise<EntryHeader | undefined> {
+  /**
+   * The entry's header, or `undefined` (no entry, or one that can never be served for this query:
+   * removed). Checked against the query before anything else, `maxAge` included.
+   */
+  async #header(path: string, identity: EntryIdentity): Promise<EntryHeader | undefined> {
     try {
-      return (await readHeader(path)).header;
+      const { header } = await readHeader(path);
+      checkIdentity(header, identity);
+      return header;
     } catch (err) {
       if (err instanceof EntryProblem && err.reason !== 'missing') {
         await removeEntry(path);
-        this.#emit({ type: 'unreadable', key, reason: err.message });
+        this.#emit({ type: 'unreadable', key: identity.key, reason: err.message });
       }
       return undefined;
     }
