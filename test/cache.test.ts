@@ -2,8 +2,10 @@
  * The result cache (`cache` client option) over real HTTP against the emulator: hit, miss, stale, corrupt
  * and foreign entries, concurrent fillers, eviction, partial reads, kill -9 while writing.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import {
+  chmodSync,
+  chownSync,
   copyFileSync,
   lstatSync,
   mkdtempSync,
@@ -432,6 +434,87 @@ describe('never wrong data', () => {
     await allOf(result.stream({ startRow: 2 }));
     expect(entryFiles(dir)).toEqual([]);
   });
+});
+
+describe('a cache directory only this user can write, or none', () => {
+  /** A FIFO (an open for reading would wait for a writer) or a link to /dev/zero (a read never ends). */
+  function plant(path: string, what: 'FIFO' | '/dev/zero'): void {
+    rmSync(path, { recursive: true, force: true });
+    if (what === 'FIFO') execFileSync('mkfifo', [path]);
+    else symlinkSync('/dev/zero', path);
+  }
+
+  /** The query's rows, and what it cost: ms, and growth of the resident set in MB. */
+  async function measured(c: Cached): Promise<{ rows: unknown[]; ms: number; mb: number }> {
+    const rss = process.memoryUsage().rss;
+    const started = performance.now();
+    const rows = await (await c.client.query(DATASET, BODY)).toArray();
+    return { rows, ms: performance.now() - started, mb: (process.memoryUsage().rss - rss) / 1e6 };
+  }
+
+  test.each([
+    ['group and world-writable', (dir: string) => chmodSync(dir, 0o777), 'chmod 700'],
+    ['group-writable entries/', (dir: string) => chmodSync(join(dir, 'entries'), 0o770), 'chmod 700'],
+    ['owned by another user', (dir: string) => chownSync(dir, 65534, 65534), 'cache directory of your own'],
+  ])(
+    'a directory %s is not used: its entries are never served, one event says why and how to fix it',
+    async (_name, spoil, fix) => {
+      if (process.getuid?.() !== 0 && fix.includes('own')) return; // chown needs root (CI runs as root)
+      // Issue 28: a forged entry in a 777 directory was served and reported "unchanged on the service".
+      const emu = await emulator();
+      const dir = tempDir();
+      const expected = await (await client(emu, { dir }).client.query(DATASET, BODY)).toArray();
+      spoil(dir);
+      for (const maxAge of [60_000, undefined]) {
+        const c = client(emu, { dir, ...(maxAge ? { maxAge } : {}) });
+        const seen: CacheEvent[] = [];
+        c.client.on('cache', (e: CacheEvent) => seen.push(e));
+        const requests = await requestsDuring(emu, async () => {
+          expect(await (await c.client.query(DATASET, BODY)).toArray()).toEqual(expected);
+        });
+        expect(c.events).toEqual(['unsafe']);
+        expect(seen[0]).toMatchObject({ type: 'unsafe', dir, fix: expect.stringContaining(fix) });
+        // The pages, from the service.
+        expect(requests.filter((r) => r.startsWith('GET limit=') && r !== 'GET limit=1')).not.toEqual([]);
+      }
+      expect(entryFiles(dir)).toHaveLength(1); // neither read nor replaced
+    },
+  );
+
+  test.each([
+    ['FIFO', 'the entry', ['unreadable', 'miss', 'stored']],
+    ['/dev/zero', 'the entry', ['unreadable', 'miss', 'stored']],
+    ['FIFO', 'secret', ['unsafe']],
+    ['/dev/zero', 'secret', ['unsafe']],
+    ['FIFO', 'entries', ['unsafe']],
+    ['/dev/zero', 'entries', ['unsafe']],
+    ['FIFO', 'the directory', ['unsafe']],
+    ['/dev/zero', 'the directory', ['unsafe']],
+  ] as const)(
+    'a %s at %s costs under 1 s and 50 MB: never waited on, never read',
+    async (what, where, events) => {
+      // Issue 28: a FIFO at an entry or at `secret` hung the CLI for good; `secret` -> /dev/zero grew it to 12.5 GB.
+      const emu = await emulator();
+      const root = tempDir();
+      const dir = join(root, 'cache');
+      const expected = await (await client(emu, { dir }).client.query(DATASET, BODY)).toArray();
+      const baseline = await measured(client(emu, false));
+      const path =
+        where === 'the entry'
+          ? join(dir, 'entries', entryFiles(dir)[0]!)
+          : where === 'the directory'
+            ? dir
+            : join(dir, where);
+      plant(path, what);
+      const c = client(emu, { dir });
+      const run = await measured(c);
+      expect(run.rows).toEqual(expected);
+      expect(c.events).toEqual(events);
+      expect(run.ms).toBeLessThan(baseline.ms + 1000);
+      expect(run.mb).toBeLessThan(50);
+    },
+    20_000,
+  );
 });
 
 describe('bounded and shared', () => {

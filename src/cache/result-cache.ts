@@ -24,6 +24,7 @@ import { entryPath, evict, type LoadedEntry, loadEntry, removeEntry } from './en
 import type { CacheEvent } from './events.js';
 import { accountId, cacheSecret, canonicalBody, entryKey } from './key.js';
 import type { NormalizedCacheOptions } from './options.js';
+import { trustCacheDir, UnsafeCache } from './trust.js';
 
 export interface CachedQuery {
   readonly client: EndpointClient;
@@ -79,9 +80,15 @@ export class ResultCache {
     const body = canonicalBody(q.body);
     let key: string;
     try {
+      // Checked for every query: a directory made safe (or unsafe) meanwhile is taken as it is now.
+      await trustCacheDir(this.options.dir);
       key = await this.#key(baseUrl, datasetId, body);
     } catch (err) {
-      this.#emit({ type: 'error', key: undefined, error: err as Error });
+      this.#emit(
+        err instanceof UnsafeCache
+          ? { type: 'unsafe', dir: this.options.dir, reason: err.reason, fix: err.fix }
+          : { type: 'error', key: undefined, error: err as Error },
+      );
       q.tickers?.report(await q.tickers.run());
       return q.fetch();
     }
