@@ -309,6 +309,9 @@ describe('the summary says what the cache did', () => {
       expect(exported.code, exported.stderr).toBe(0);
       expect(exported.stderr.match(/warning: not using the local result cache/g)).toHaveLength(1);
       expect(exported.stderr).toMatch(/the local cache not used for 2 \(not safe to use/);
+      const list = await dqs(['cache', 'list']);
+      expect(list.code, list.stderr).toBe(0);
+      expect(list.stderr).toContain(`do not use this cache: ${dirOf()} is writable by group and others`);
     },
     CLI_TIMEOUT,
   );

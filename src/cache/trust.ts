@@ -79,16 +79,18 @@ function checkDirectory(info: Stats, path: string, root: string): void {
 }
 
 /**
- * Creates the cache directory (owner-only) if missing, then throws `UnsafeCache` unless it and its
+ * Creates the cache directory (owner-only) if missing (unless `create` is false), then throws `UnsafeCache` unless it and its
  * `entries/` are directories of this user that no one else may write. The cache directory itself may be
  * reached through a link (a `~/.cache` on another disk): its target is what is checked. `entries/` must be
  * a directory, not a link: nothing of ours ever makes it one.
  */
-export async function trustCacheDir(dir: string): Promise<void> {
+export async function trustCacheDir(dir: string, { create = true } = {}): Promise<void> {
   let created: unknown;
-  await mkdir(dir, { recursive: true, mode: 0o700 }).catch((err: unknown) => {
-    created = err;
-  });
+  if (create) {
+    await mkdir(dir, { recursive: true, mode: 0o700 }).catch((err: unknown) => {
+      created = err;
+    });
+  }
   let info: Stats;
   try {
     info = await stat(dir);

@@ -46,7 +46,17 @@ export const cacheCommand: Command = {
     if (dir === undefined) throw new UsageError('this user has no cache directory (no HOME)', 'cache');
     const json = flag(args.values, 'json');
     // Loaded here: `dqs cache --help` does not load Arrow.
-    const store = await import('../../cache/entry-store.js');
+    const [store, trust] = await Promise.all([
+      import('../../cache/entry-store.js'),
+      import('../../cache/trust.js'),
+    ]);
+    // Listing, pruning and clearing are safe in any directory (nothing read is served), but the user
+    // should learn why `dqs query` does not use it.
+    await trust.trustCacheDir(dir, { create: false }).catch((err: unknown) => {
+      if (err instanceof trust.UnsafeCache) {
+        ctx.warn(`dqs query and dqs export do not use this cache: ${err.reason}; ${err.fix}`);
+      }
+    });
     if (action === 'clear') {
       const done = await store.clearEntries(dir);
       if (json) printJson(ctx.io.stdout, { dir, removed: done.removed, bytes: done.bytes });
