@@ -4,7 +4,6 @@
  * (set when written, touched on every hit), which is what least-recently-used eviction sorts by. No
  * index file means nothing to lock and nothing to get out of step with the entries when a process dies.
  */
-
 import { constants } from 'node:buffer';
 import { lstat, lutimes, readdir, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
