@@ -2,12 +2,25 @@
  * The result cache (`cache` client option) over real HTTP against the emulator: hit, miss, stale, corrupt
  * and foreign entries, concurrent fillers, eviction, partial reads, kill -9 while writing.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { afterEach, describe, expect, test } from 'vitest';
+import { pruneEntries } from '../src/cache/entry-store.js';
 import { type Emulator, type EmulatorOptions, startEmulator } from '../src/emulator/index.js';
 import {
   type CacheEvent,
@@ -339,6 +352,47 @@ describe('never wrong data', () => {
     }
   });
 
+  test.each([
+    ['copied', (from: string, to: string) => copyFileSync(from, to)],
+    [
+      'symlinked',
+      (from: string, to: string) => {
+        rmSync(to);
+        symlinkSync(from, to);
+      },
+    ],
+  ])(
+    "an entry of another query %s to this query's name is never served, with or without maxAge",
+    async (_name, plant) => {
+      // Issue 28: with maxAge, the `nasdaq:aapl` query returned the rows of a `nyse:wmt` entry put at its name.
+      const emu = await emulator();
+      const dir = tempDir();
+      const other: QueryBody = { tickers: ['nyse:wmt'] };
+      const expected = await (await client(emu, { dir }).client.query(DATASET, BODY)).toArray();
+      const [mine] = entryFiles(dir);
+      const others = await (await client(emu, { dir }).client.query(DATASET, other)).toArray();
+      const theirs = entryFiles(dir).find((n) => n !== mine);
+      expect(others.length).not.toBe(expected.length);
+      const path = join(dir, 'entries', mine!);
+      const foreign = join(dir, 'entries', theirs!);
+      for (const maxAge of [60_000, undefined]) {
+        plant(foreign, path);
+        const reader = client(emu, { dir, ...(maxAge ? { maxAge } : {}) });
+        expect(await (await reader.client.query(DATASET, BODY)).toArray()).toEqual(expected);
+        expect(reader.events).toEqual(['unreadable', 'miss', 'stored']);
+        expect(lstatSync(path).isFile()).toBe(true);
+      }
+      // `prune` removes such an entry too (it verifies, but answers another name).
+      plant(foreign, path);
+      expect(await pruneEntries(dir, 1024 ** 3)).toMatchObject({ corrupt: 1, evicted: 0 });
+      expect(entryFiles(dir)).toEqual([theirs]);
+      // The other query's own entry is untouched, and still its own.
+      const owner = client(emu, { dir, maxAge: 60_000 });
+      expect(await (await owner.client.query(DATASET, other)).toArray()).toEqual(others);
+      expect(owner.events).toEqual(['hit']);
+    },
+  );
+
   test('an entry of another format version, or not an entry at all, is removed unread', async () => {
     const emu = await emulator();
     const dir = tempDir();
@@ -380,6 +434,87 @@ describe('never wrong data', () => {
     await allOf(result.stream({ startRow: 2 }));
     expect(entryFiles(dir)).toEqual([]);
   });
+});
+
+describe('a cache directory only this user can write, or none', () => {
+  /** A FIFO (an open for reading would wait for a writer) or a link to /dev/zero (a read never ends). */
+  function plant(path: string, what: 'FIFO' | '/dev/zero'): void {
+    rmSync(path, { recursive: true, force: true });
+    if (what === 'FIFO') execFileSync('mkfifo', [path]);
+    else symlinkSync('/dev/zero', path);
+  }
+
+  /** The query's rows, and what it cost: ms, and growth of the resident set in MB. */
+  async function measured(c: Cached): Promise<{ rows: unknown[]; ms: number; mb: number }> {
+    const rss = process.memoryUsage().rss;
+    const started = performance.now();
+    const rows = await (await c.client.query(DATASET, BODY)).toArray();
+    return { rows, ms: performance.now() - started, mb: (process.memoryUsage().rss - rss) / 1e6 };
+  }
+
+  test.each([
+    ['group and world-writable', (dir: string) => chmodSync(dir, 0o777), 'chmod 700'],
+    ['group-writable entries/', (dir: string) => chmodSync(join(dir, 'entries'), 0o770), 'chmod 700'],
+    ['owned by another user', (dir: string) => chownSync(dir, 65534, 65534), 'cache directory of your own'],
+  ])(
+    'a directory %s is not used: its entries are never served, one event says why and how to fix it',
+    async (_name, spoil, fix) => {
+      if (process.getuid?.() !== 0 && fix.includes('own')) return; // chown needs root (CI runs as root)
+      // Issue 28: a forged entry in a 777 directory was served and reported "unchanged on the service".
+      const emu = await emulator();
+      const dir = tempDir();
+      const expected = await (await client(emu, { dir }).client.query(DATASET, BODY)).toArray();
+      spoil(dir);
+      for (const maxAge of [60_000, undefined]) {
+        const c = client(emu, { dir, ...(maxAge ? { maxAge } : {}) });
+        const seen: CacheEvent[] = [];
+        c.client.on('cache', (e: CacheEvent) => seen.push(e));
+        const requests = await requestsDuring(emu, async () => {
+          expect(await (await c.client.query(DATASET, BODY)).toArray()).toEqual(expected);
+        });
+        expect(c.events).toEqual(['unsafe']);
+        expect(seen[0]).toMatchObject({ type: 'unsafe', dir, fix: expect.stringContaining(fix) });
+        // The pages, from the service.
+        expect(requests.filter((r) => r.startsWith('GET limit=') && r !== 'GET limit=1')).not.toEqual([]);
+      }
+      expect(entryFiles(dir)).toHaveLength(1); // neither read nor replaced
+    },
+  );
+
+  test.each([
+    ['FIFO', 'the entry', ['unreadable', 'miss', 'stored']],
+    ['/dev/zero', 'the entry', ['unreadable', 'miss', 'stored']],
+    ['FIFO', 'secret', ['unsafe']],
+    ['/dev/zero', 'secret', ['unsafe']],
+    ['FIFO', 'entries', ['unsafe']],
+    ['/dev/zero', 'entries', ['unsafe']],
+    ['FIFO', 'the directory', ['unsafe']],
+    ['/dev/zero', 'the directory', ['unsafe']],
+  ] as const)(
+    'a %s at %s costs under 1 s and 50 MB: never waited on, never read',
+    async (what, where, events) => {
+      // Issue 28: a FIFO at an entry or at `secret` hung the CLI for good; `secret` -> /dev/zero grew it to 12.5 GB.
+      const emu = await emulator();
+      const root = tempDir();
+      const dir = join(root, 'cache');
+      const expected = await (await client(emu, { dir }).client.query(DATASET, BODY)).toArray();
+      const baseline = await measured(client(emu, false));
+      const path =
+        where === 'the entry'
+          ? join(dir, 'entries', entryFiles(dir)[0]!)
+          : where === 'the directory'
+            ? dir
+            : join(dir, where);
+      plant(path, what);
+      const c = client(emu, { dir });
+      const run = await measured(c);
+      expect(run.rows).toEqual(expected);
+      expect(c.events).toEqual(events);
+      expect(run.ms).toBeLessThan(baseline.ms + 1000);
+      expect(run.mb).toBeLessThan(50);
+    },
+    20_000,
+  );
 });
 
 describe('bounded and shared', () => {

@@ -3,12 +3,13 @@
  * second run checks with two requests and writes the same bytes; `--no-cache`, `--refresh`, two processes
  * filling one entry at once, and `dqs cache list | prune | clear`.
  */
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { execFileSync, spawn } from 'node:child_process';
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulator, startEmulator } from '../src/emulator/index.js';
-import { ensureBuilt, finishCli, startCli } from './cli-helpers.js';
+import { cleanEnv, ensureBuilt, finishCli, ROOT, startCli } from './cli-helpers.js';
 
 const KEY = 'cli-cache-key-51c0';
 const DATASET = 'store_locations';
@@ -250,6 +251,112 @@ describe('dqs query with the cache', () => {
       const run = await dqs(['query', DATASET, ...TICKERS, '--out', join(work, 'e.csv')]);
       expect(run.code, run.stderr).toBe(0);
       expect(await entries()).toEqual([]);
+    },
+    CLI_TIMEOUT,
+  );
+});
+
+describe('the summary says what the cache did', () => {
+  const args = (out: string) => ['query', DATASET, ...TICKERS, '--out', join(work, out), ...conn()];
+  const dirOf = () => join(cacheHome, 'dqs-client');
+
+  it(
+    'an entry that fails its check: read again, and the summary says why, never "unchanged on the service"',
+    async () => {
+      // Issue 28: the summary said "from the local cache (... unchanged on the service)" after a refetch.
+      freshCache();
+      expect((await dqs(args('b1.csv'))).code).toBe(0);
+      const path = join(dirOf(), 'entries', (await entries())[0]!);
+      const bytes = await readFile(path);
+      bytes[bytes.length - 40]! ^= 0xff;
+      await writeFile(path, bytes);
+      const again = await dqs(args('b2.csv'));
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stderr).toMatch(
+        /; the cached entry was unusable \(checksum mismatch \(a cut or altered entry\)\): read from the service\n/,
+      );
+      expect(again.stderr).not.toMatch(/unchanged on the service/);
+      expect((await readFile(join(work, 'b2.csv'))).equals(await readFile(join(work, 'b1.csv')))).toBe(true);
+      expect((await dqs(args('b3.csv'))).stderr).toMatch(/unchanged on the service/); // stored anew
+    },
+    CLI_TIMEOUT,
+  );
+
+  it(
+    'a cache directory others can write: one warning with the fix, the summary says the cache was not used',
+    async () => {
+      freshCache();
+      expect((await dqs(args('w1.csv'))).code).toBe(0);
+      await chmod(dirOf(), 0o777);
+      const run = await counted(args('w2.csv'));
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.requests.length).toBeGreaterThan(2); // the pages, not the entry
+      expect(run.stderr).toContain(
+        `dqs: warning: not using the local result cache: ${dirOf()} is writable by group and others (mode 0777); make it yours alone: chmod 700 ${dirOf()}\n`,
+      );
+      expect(run.stderr).toMatch(
+        /; the local cache was not used \(not safe to use, see the warning above\)\n/,
+      );
+      // dqs export: a query per partition, one warning.
+      const exported = await dqs([
+        'export',
+        DATASET,
+        ...TICKERS,
+        '--out-dir',
+        join(work, 'w-lake'),
+        ...conn(),
+      ]);
+      expect(exported.code, exported.stderr).toBe(0);
+      expect(exported.stderr.match(/warning: not using the local result cache/g)).toHaveLength(1);
+      expect(exported.stderr).toMatch(/the local cache not used for 2 \(not safe to use/);
+      const list = await dqs(['cache', 'list']);
+      expect(list.code, list.stderr).toBe(0);
+      expect(list.stderr).toContain(`do not use this cache: ${dirOf()} is writable by group and others`);
+    },
+    CLI_TIMEOUT,
+  );
+
+  it(
+    'a FIFO at the secret costs no wait: the run ends with a warning',
+    async () => {
+      // Issue 28: the CLI hung for good, deaf to SIGTERM and a second Ctrl-C.
+      freshCache();
+      expect((await dqs(args('f1.csv'))).code).toBe(0);
+      await rm(join(dirOf(), 'secret'));
+      execFileSync('mkfifo', [join(dirOf(), 'secret')]);
+      const started = performance.now();
+      const child = startCli(args('f2.csv'), { cwd: work, env: { XDG_CACHE_HOME: cacheHome } });
+      const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      const run = await finishCli(child);
+      clearTimeout(killer);
+      expect(run.code, run.stderr).toBe(0);
+      expect(performance.now() - started).toBeLessThan(15_000);
+      expect(run.stderr).toMatch(/warning: not using the local result cache: .*secret is a FIFO; remove it/);
+    },
+    CLI_TIMEOUT,
+  );
+
+  it(
+    'a result that cannot be stored (a file size limit: EFBIG) says so, on every run',
+    async () => {
+      freshCache();
+      for (let n = 0; n < 2; n++) {
+        const main = join(ROOT, 'dist', 'cli', 'main.js');
+        const argv = [process.execPath, main, 'query', DATASET, ...TICKERS, ...conn(), '--out', '-'];
+        const quoted = argv.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+        // 512-byte blocks (POSIX sh): the entry exceeds 4 KiB; stdout is a pipe, which the limit leaves alone.
+        const child = spawn('/bin/sh', ['-c', `ulimit -f 8; exec ${quoted}`], {
+          cwd: work,
+          env: cleanEnv({ XDG_CACHE_HOME: cacheHome }),
+          stdio: ['pipe', 'pipe', 'pipe'],
+        });
+        const run = await finishCli(child);
+        expect(run.code, run.stderr).toBe(0);
+        expect(run.stderr).toMatch(
+          /; not stored in the local cache \(the file is larger than allowed .*\(EFBIG\)\)\n/,
+        );
+        expect(await entries()).toEqual([]);
+      }
     },
     CLI_TIMEOUT,
   );

@@ -16,7 +16,7 @@ import type {
   ResultSource,
 } from '../query/result-stream.js';
 import { ResultStream } from '../query/result-stream.js';
-import { type EntryHeader, EntryProblem } from './entry-format.js';
+import { checkIdentity, type EntryHeader, EntryProblem } from './entry-format.js';
 import { EntryWriter, type LoadedEntry, loadEntry, removeEntry, touchEntry } from './entry-store.js';
 import type { CacheEvent } from './events.js';
 import { rowMaker, serveBatches } from './serve.js';
@@ -102,6 +102,13 @@ export class CachedRows implements LocalRows {
       const preloaded = this.#preloaded;
       this.#preloaded = undefined;
       const loaded = await (preloaded ?? loadEntry(path));
+      // The file read whole may not be the one whose header the lookup read (replaced, or linked since).
+      checkIdentity(loaded.header, {
+        key,
+        baseUrl: this.#init.baseUrl,
+        datasetId: this.#init.source.datasetId,
+        body: this.#init.body,
+      });
       // Another process may have replaced the entry since it was validated: fine if it is the same result.
       if (
         !sameResult(loaded.header, this.#init.source) ||

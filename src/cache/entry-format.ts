@@ -15,10 +15,10 @@
  * could as well write a matching SHA-256. And a hit pays for it on its critical path: over a 193 MB entry
  * SHA-256 took 110-120 ms on the benchmark machine (1.6-1.7 GB/s), zlib's CRC-32 40-43 ms (4.6 GB/s).
  */
-import { open } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import type { ColumnKind } from '../convert/index.js';
 import type { FieldDescriptor } from '../core/wire.js';
+import { openOwnFile, UntrustedFile } from './trust.js';
 
 export const FORMAT_VERSION = 2;
 const MAGIC = Buffer.from('DQSCACHE', 'latin1');
@@ -53,10 +53,14 @@ export interface EntryHeader {
   readonly unknownTickers?: readonly string[];
 }
 
-/** Why an entry cannot be used; never shown to users as an error (the result is fetched instead). */
+/**
+ * Why an entry cannot be used; never shown to users as an error (the result is fetched instead).
+ * `foreign`: a sound entry of another query (copied or linked to this entry's name); `unsafe`: not a
+ * regular file of this user that only this user can write (a link, a FIFO, someone else's file).
+ */
 export class EntryProblem extends Error {
   constructor(
-    readonly reason: 'missing' | 'version' | 'corrupt',
+    readonly reason: 'missing' | 'version' | 'corrupt' | 'foreign' | 'unsafe',
     message: string,
   ) {
     super(message);
@@ -128,18 +132,45 @@ function parseHeader(json: Buffer): EntryHeader {
   return h as EntryHeader;
 }
 
+/** What a query asks of an entry: the entry must have been filled for exactly this. */
+export interface EntryIdentity {
+  readonly key: string;
+  readonly baseUrl: string;
+  readonly datasetId: string;
+  /** The canonical query body. */
+  readonly body: string;
+}
+
+/**
+ * Throws `foreign` unless the header records the query it is asked to answer. The file name alone says
+ * nothing: an entry copied or linked under another name is sound (its checksum holds) and, within
+ * `maxAge`, nothing else would compare it with the query. The key covers the account too (an HMAC of the
+ * credential), which the header cannot repeat without writing something derived from it twice.
+ */
+export function checkIdentity(header: EntryHeader, expected: EntryIdentity): void {
+  for (const member of ['key', 'baseUrl', 'datasetId', 'body'] as const) {
+    if (header[member] !== expected[member]) {
+      throw new EntryProblem('foreign', `the entry answers another query (its ${member} differs)`);
+    }
+  }
+}
+
+/** An entry file opened for reading (see `openOwnFile`), its failures as `EntryProblem`s. */
+export async function openEntry(path: string): ReturnType<typeof openOwnFile> {
+  try {
+    return await openOwnFile(path);
+  } catch (err) {
+    if (err instanceof UntrustedFile) throw new EntryProblem('unsafe', err.message);
+    throw new EntryProblem('missing', `cannot open ${path}: ${(err as NodeJS.ErrnoException).code}`);
+  }
+}
+
 /** The header alone (for lookups and `dqs cache list`): no checksum, which needs the whole file. */
 export async function readHeader(
   path: string,
 ): Promise<{ header: EntryHeader; size: number; mtimeMs: number }> {
-  let handle: Awaited<ReturnType<typeof open>>;
+  const { handle, size, mtimeMs } = await openEntry(path);
   try {
-    handle = await open(path, 'r');
-  } catch (err) {
-    throw new EntryProblem('missing', `cannot open ${path}: ${(err as NodeJS.ErrnoException).code}`);
-  }
-  try {
-    const { size, mtimeMs } = await handle.stat();
     const prefix = Buffer.alloc(PREFIX_BYTES);
     const { bytesRead } = await handle.read(prefix, 0, PREFIX_BYTES, 0);
     const length = checkPrefix(prefix.subarray(0, bytesRead), size);

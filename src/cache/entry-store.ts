@@ -4,7 +4,8 @@
  * (set when written, touched on every hit), which is what least-recently-used eviction sorts by. No
  * index file means nothing to lock and nothing to get out of step with the entries when a process dies.
  */
-import { open, readdir, rm, stat, unlink, utimes } from 'node:fs/promises';
+import { constants } from 'node:buffer';
+import { lstat, lutimes, readdir, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type RecordBatch, RecordBatchReader } from 'apache-arrow';
 import { removeStaleTemps, SafeFile } from '../core/safe-file.js';
@@ -15,6 +16,7 @@ import {
   type EntryHeader,
   EntryProblem,
   encodePrefix,
+  openEntry,
   readHeader,
   verifyEntry,
 } from './entry-format.js';
@@ -46,6 +48,7 @@ export async function loadEntry(path: string): Promise<LoadedEntry> {
   try {
     ({ bytes, digest } = await readWhole(path));
   } catch (err) {
+    if (err instanceof EntryProblem) throw err;
     throw new EntryProblem('missing', `cannot read ${path}: ${(err as NodeJS.ErrnoException).code}`);
   }
   const { header, ipc } = verifyEntry(bytes, digest);
@@ -65,6 +68,11 @@ export async function loadEntry(path: string): Promise<LoadedEntry> {
 /** Bytes per read, and reads in flight: measured on the 193 MB entry of 500,000 `job_listings` rows. */
 const READ_CHUNK = 4 * 1024 * 1024;
 const READS_IN_FLIGHT = 3;
+/**
+ * The largest entry read: a result has at most the service's 500,000 rows (193 MB for `job_listings`, the
+ * widest dataset), and a Buffer holds at most 4 GiB. Only a regular file's own size is ever allocated.
+ */
+const MAX_ENTRY_BYTES = Math.min(4 * 1024 ** 3, constants.MAX_LENGTH);
 
 /**
  * The whole file in one buffer of its own (offset 0, so 8-aligned), and the checksum of all but its last
@@ -74,10 +82,12 @@ const READS_IN_FLIGHT = 3;
  * 512 KiB at a time).
  */
 async function readWhole(path: string): Promise<{ bytes: Buffer; digest: Buffer }> {
-  const handle = await open(path, 'r');
+  const { handle, size } = await openEntry(path);
   const reads: Promise<{ bytesRead: number }>[] = [];
   try {
-    const { size } = await handle.stat();
+    if (size > MAX_ENTRY_BYTES) {
+      throw new EntryProblem('corrupt', `${size} bytes, more than an entry can hold (${MAX_ENTRY_BYTES})`);
+    }
     const bytes = Buffer.allocUnsafeSlow(size);
     const hash = new EntryChecksum();
     const hashEnd = Math.max(0, size - CHECKSUM_BYTES);
@@ -105,10 +115,10 @@ async function readWhole(path: string): Promise<{ bytes: Buffer; digest: Buffer 
   }
 }
 
-/** Marks an entry as just used, for LRU; a vanished entry is not an error. */
+/** Marks an entry as just used, for LRU; a vanished entry is not an error. Never through a link. */
 export async function touchEntry(path: string): Promise<void> {
   const now = new Date();
-  await utimes(path, now, now).catch(() => {});
+  await lutimes(path, now, now).catch(() => {});
 }
 
 export async function removeEntry(path: string): Promise<void> {
@@ -206,9 +216,11 @@ export async function listFiles(dir: string): Promise<ListedFile[]> {
   const files: ListedFile[] = [];
   for (const name of names) {
     const path = join(entriesDir(dir), name);
-    const info = await stat(path).catch(() => undefined);
-    if (!info?.isFile()) continue;
+    // lstat: a link is listed as itself, never as what it points at (stat never blocks, even on a FIFO).
+    const info = await lstat(path).catch(() => undefined);
     const kind = ENTRY_NAME.test(name) ? 'entry' : 'temp';
+    // Anything at an entry's name is listed, so that `prune` removes what cannot be an entry.
+    if (!info || info.isDirectory() || (kind === 'temp' && !info.isFile())) continue;
     files.push({ path, name, size: info.size, mtimeMs: info.mtimeMs, kind });
   }
   return files.sort((a, b) => a.mtimeMs - b.mtimeMs);
@@ -282,7 +294,9 @@ export async function pruneEntries(dir: string, maxBytes: number): Promise<Prune
   for (const f of await listFiles(dir)) {
     if (f.kind === 'temp') continue;
     try {
-      await loadEntry(f.path);
+      const { header } = await loadEntry(f.path);
+      // Sound, but under another entry's name (copied or linked): it can never be served there.
+      if (`${header.key}${ENTRY_SUFFIX}` !== f.name) throw new EntryProblem('foreign', 'another name');
     } catch (err) {
       if (!(err instanceof EntryProblem) || err.reason === 'missing') continue;
       await removeEntry(f.path);

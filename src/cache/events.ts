@@ -29,4 +29,11 @@ export type CacheEvent =
   /** Least recently used entries were removed to stay within `maxBytes`. */
   | { readonly type: 'evicted'; readonly removed: number; readonly bytes: number }
   /** The cache could not be used (unwritable directory, full disk): the result is served, not stored. */
-  | { readonly type: 'error'; readonly key: string | undefined; readonly error: Error };
+  | { readonly type: 'error'; readonly key: string | undefined; readonly error: Error }
+  /**
+   * The cache directory, its `entries/` or its `secret` could be written by someone else (another owner,
+   * group- or world-writable, a link or FIFO where a file belongs): the cache is not used for this query,
+   * neither read nor filled, and the result is read from the service. `reason` says what is wrong, `fix`
+   * how to make the directory usable again (`chmod 700 <dir>`, ...).
+   */
+  | { readonly type: 'unsafe'; readonly dir: string; readonly reason: string; readonly fix: string };

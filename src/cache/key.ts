@@ -5,9 +5,10 @@
  * entry or listing says nothing about the key (a plain hash of a short key could be guessed offline).
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { link, mkdir, readFile, unlink } from 'node:fs/promises';
+import { link, mkdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileSafely } from '../core/safe-file.js';
+import { openOwnFile, UnsafeCache, UntrustedFile } from './trust.js';
 
 const SECRET_FILE = 'secret';
 const SECRET_BYTES = 32;
@@ -42,12 +43,31 @@ export async function cacheSecret(dir: string): Promise<Buffer> {
   return created;
 }
 
+/**
+ * The secret, or `undefined` when there is none or it is not `SECRET_BYTES` long. One that is not a
+ * regular file of this user alone (a link, a FIFO) makes the cache unsafe: whoever planted it could know
+ * it, hence every key. Never more than `SECRET_BYTES` are read, whatever the file claims.
+ */
 async function readSecret(path: string): Promise<Buffer | undefined> {
+  let opened: Awaited<ReturnType<typeof openOwnFile>>;
   try {
-    const bytes = await readFile(path);
-    return bytes.length === SECRET_BYTES ? bytes : undefined;
+    opened = await openOwnFile(path);
+  } catch (err) {
+    if (err instanceof UntrustedFile) {
+      throw new UnsafeCache(`the cache secret ${err.message}`, `remove it (rm ${path}): a new one is made`);
+    }
+    return undefined;
+  }
+  const { handle, size } = opened;
+  try {
+    if (size !== SECRET_BYTES) return undefined;
+    const bytes = Buffer.alloc(SECRET_BYTES);
+    const { bytesRead } = await handle.read(bytes, 0, SECRET_BYTES, 0);
+    return bytesRead === SECRET_BYTES ? bytes : undefined;
   } catch {
     return undefined;
+  } finally {
+    await handle.close();
   }
 }
 

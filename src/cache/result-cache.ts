@@ -13,11 +13,18 @@ import type { RequestScheduler } from '../query/scheduler.js';
 import type { TickerCheck } from '../tickers/coverage.js';
 import { type EndpointClient, statusFromHeaders } from '../transport/endpoints.js';
 import { CachedRows } from './cached-rows.js';
-import { type EntryHeader, EntryProblem, readHeader } from './entry-format.js';
+import {
+  checkIdentity,
+  type EntryHeader,
+  type EntryIdentity,
+  EntryProblem,
+  readHeader,
+} from './entry-format.js';
 import { entryPath, evict, type LoadedEntry, loadEntry, removeEntry } from './entry-store.js';
 import type { CacheEvent } from './events.js';
 import { accountId, cacheSecret, canonicalBody, entryKey } from './key.js';
 import type { NormalizedCacheOptions } from './options.js';
+import { trustCacheDir, UnsafeCache } from './trust.js';
 
 export interface CachedQuery {
   readonly client: EndpointClient;
@@ -73,9 +80,15 @@ export class ResultCache {
     const body = canonicalBody(q.body);
     let key: string;
     try {
+      // Checked for every query: a directory made safe (or unsafe) meanwhile is taken as it is now.
+      await trustCacheDir(this.options.dir);
       key = await this.#key(baseUrl, datasetId, body);
     } catch (err) {
-      this.#emit({ type: 'error', key: undefined, error: err as Error });
+      this.#emit(
+        err instanceof UnsafeCache
+          ? { type: 'unsafe', dir: this.options.dir, reason: err.reason, fix: err.fix }
+          : { type: 'error', key: undefined, error: err as Error },
+      );
       q.tickers?.report(await q.tickers.run());
       return q.fetch();
     }
@@ -116,7 +129,7 @@ export class ResultCache {
         }),
       });
 
-    const entry = q.refresh ? undefined : await this.#header(path, key);
+    const entry = q.refresh ? undefined : await this.#header(path, { key, baseUrl, datasetId, body });
     if (!entry) {
       this.#emit({ type: 'miss', key, datasetId, refresh: q.refresh });
       const unknown = await checkTickers();
@@ -172,14 +185,19 @@ export class ResultCache {
     return wrap(await q.fetch(handle), undefined, unknown);
   }
 
-  /** The entry's header, or `undefined` (no entry, or one that can never be served: removed). */
-  async #header(path: string, key: string): Promise<EntryHeader | undefined> {
+  /**
+   * The entry's header, or `undefined` (no entry, or one that can never be served for this query:
+   * removed). Checked against the query before anything else, `maxAge` included.
+   */
+  async #header(path: string, identity: EntryIdentity): Promise<EntryHeader | undefined> {
     try {
-      return (await readHeader(path)).header;
+      const { header } = await readHeader(path);
+      checkIdentity(header, identity);
+      return header;
     } catch (err) {
       if (err instanceof EntryProblem && err.reason !== 'missing') {
         await removeEntry(path);
-        this.#emit({ type: 'unreadable', key, reason: err.message });
+        this.#emit({ type: 'unreadable', key: identity.key, reason: err.message });
       }
       return undefined;
     }

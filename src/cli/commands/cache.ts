@@ -7,8 +7,8 @@ import type { CacheEvent } from '../../cache/events.js';
 import { defaultCacheDir } from '../../cache/options.js';
 import type { DatasetClient } from '../../client.js';
 import { flag, int, JSON_OPTION, positionals } from '../args.js';
-import type { Command } from '../command.js';
-import { UsageError } from '../errors.js';
+import type { Command, CommandContext } from '../command.js';
+import { systemReason, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { printJson, terminalWidth } from '../print.js';
 import { bytes, count, duration, table } from '../text.js';
@@ -46,7 +46,17 @@ export const cacheCommand: Command = {
     if (dir === undefined) throw new UsageError('this user has no cache directory (no HOME)', 'cache');
     const json = flag(args.values, 'json');
     // Loaded here: `dqs cache --help` does not load Arrow.
-    const store = await import('../../cache/entry-store.js');
+    const [store, trust] = await Promise.all([
+      import('../../cache/entry-store.js'),
+      import('../../cache/trust.js'),
+    ]);
+    // Listing, pruning and clearing are safe in any directory (nothing read is served), but the user
+    // should learn why `dqs query` does not use it.
+    await trust.trustCacheDir(dir, { create: false }).catch((err: unknown) => {
+      if (err instanceof trust.UnsafeCache) {
+        ctx.warn(`dqs query and dqs export do not use this cache: ${err.reason}; ${err.fix}`);
+      }
+    });
     if (action === 'clear') {
       const done = await store.clearEntries(dir);
       if (json) printJson(ctx.io.stdout, { dir, removed: done.removed, bytes: done.bytes });
@@ -112,27 +122,102 @@ export const cacheCommand: Command = {
   },
 };
 
+/** What became of one result's entry, from the cache events of its key. */
+interface Outcome {
+  /** Served from the entry (cleared when the entry then failed its checks). */
+  hit?: Extract<CacheEvent, { type: 'hit' }>;
+  /** Why the entry found could not be served (the result was read from the service instead). */
+  unusable?: string;
+  /** What differed on the service. */
+  stale?: string;
+  /** Why the result read from the service was not stored. */
+  notStored?: string;
+}
+
 /**
- * Follows the client's cache events: `--debug` lines as they happen, and the words a summary line ends
- * with (empty when no result came from the cache).
+ * Follows the client's cache events: `--debug` lines as they happen, one warning when the cache directory
+ * is not safe to use, and the words a summary line ends with, saying what the cache did: a hit, an entry
+ * refetched (and why), a result not stored (and why), or no cache at all. Empty for a plain miss that was
+ * stored, as for a run without a cache.
  */
-export function cacheNote(client: DatasetClient, debug: (line: string) => void): () => string {
-  let hits = 0;
-  let results = 0;
-  let last: Extract<CacheEvent, { type: 'hit' }> | undefined;
+export function cacheNote(client: DatasetClient, ctx: Pick<CommandContext, 'debug' | 'warn'>): () => string {
+  const outcomes = new Map<string, Outcome>();
+  const of = (key: string): Outcome => {
+    const o = outcomes.get(key) ?? {};
+    outcomes.set(key, o);
+    return o;
+  };
+  /** Queries that did not use the cache at all, and why (the first reason). */
+  let bypassed = 0;
+  let bypassReason: string | undefined;
   client.on('cache', (e: CacheEvent) => {
     const detail = 'reason' in e ? `: ${e.reason}` : 'error' in e ? `: ${e.error.message}` : '';
-    debug(`cache ${e.type}${'datasetId' in e ? ` ${e.datasetId}` : ''}${detail}`);
-    if (e.type === 'hit') {
-      hits++;
-      last = e;
+    ctx.debug(`cache ${e.type}${'datasetId' in e ? ` ${e.datasetId}` : ''}${detail}`);
+    switch (e.type) {
+      case 'hit':
+        of(e.key).hit = e;
+        break;
+      case 'unreadable': {
+        // After a hit too: the entry failed its checks when read whole, and the rows came from the service.
+        const o = of(e.key);
+        delete o.hit;
+        o.unusable = e.reason;
+        break;
+      }
+      case 'miss':
+        of(e.key);
+        break;
+      case 'stale':
+        of(e.key).stale = e.reason;
+        break;
+      case 'stored':
+        delete of(e.key).notStored;
+        break;
+      case 'error':
+        if (e.key !== undefined) {
+          of(e.key).notStored ??= systemReason(e.error);
+        } else {
+          bypassed++;
+          bypassReason ??= systemReason(e.error);
+        }
+        break;
+      case 'unsafe':
+        // One warning a run: `dqs export` makes a query per partition, each refused for the same reason.
+        if (bypassReason !== 'unsafe') ctx.warn(`not using the local result cache: ${e.reason}; ${e.fix}`);
+        bypassed++;
+        bypassReason = 'unsafe';
+        break;
     }
-    if (e.type === 'hit' || e.type === 'miss' || e.type === 'stale') results++;
   });
   return () => {
-    if (hits === 0 || last === undefined) return '';
-    if (results > 1) return `; ${count(hits)} of ${count(results)} results from the local cache`;
-    const age = duration(Date.now() - last.fetchedAt.getTime());
-    return `; from the local cache (fetched ${age} ago${last.validated ? ', unchanged on the service' : ''})`;
+    const notUsed =
+      bypassReason === 'unsafe' ? 'not safe to use, see the warning above' : (bypassReason ?? '');
+    const all = [...outcomes.values()];
+    if (all.length + bypassed === 1) {
+      if (bypassed === 1) return `; the local cache was not used (${notUsed})`;
+      const o = all[0]!;
+      const store = o.notStored ? `, not stored in the local cache (${o.notStored})` : '';
+      if (o.hit) {
+        const age = duration(Date.now() - o.hit.fetchedAt.getTime());
+        return `; from the local cache (fetched ${age} ago${o.hit.validated ? ', unchanged on the service' : ''})`;
+      }
+      if (o.unusable) return `; the cached entry was unusable (${o.unusable}): read from the service${store}`;
+      if (o.stale) return `; the cached result had changed (${o.stale}): read from the service${store}`;
+      return o.notStored ? `; not stored in the local cache (${o.notStored})` : '';
+    }
+    const hits = all.filter((o) => o.hit).length;
+    const unusable = all.filter((o) => !o.hit && o.unusable).length;
+    const failed = all.filter((o) => o.notStored);
+    const parts: string[] = [];
+    if (hits > 0)
+      parts.push(`${count(hits)} of ${count(all.length + bypassed)} results from the local cache`);
+    if (unusable > 0) {
+      parts.push(`${count(unusable)} unusable cached ${unusable === 1 ? 'entry' : 'entries'} read again`);
+    }
+    if (failed.length > 0) {
+      parts.push(`${count(failed.length)} not stored in the local cache (${failed[0]!.notStored})`);
+    }
+    if (bypassed > 0) parts.push(`the local cache not used for ${count(bypassed)} (${notUsed})`);
+    return parts.length ? `; ${parts.join(', ')}` : '';
   };
 }

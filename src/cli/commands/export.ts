@@ -118,7 +118,7 @@ export const exportCommand: Command = {
 
     const started = performance.now();
     const { client } = await ctx.connect();
-    const fromCache = cacheNote(client, ctx.debug);
+    const fromCache = cacheNote(client, ctx);
     let malformed = 0;
     let tickers = given;
     if (all) {

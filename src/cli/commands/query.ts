@@ -109,7 +109,7 @@ export const queryCommand: Command = {
     const target = out === '-' ? undefined : await createTarget(out);
     try {
       const { client } = await ctx.connect();
-      const fromCache = cacheNote(client, ctx.debug);
+      const fromCache = cacheNote(client, ctx);
       const [stages, progress] = await Promise.all([
         writerFor(format),
         createProgress(ctx.io.stderr, !ctx.quiet),
