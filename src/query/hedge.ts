@@ -5,8 +5,13 @@
  * worker stuck behind a slow query) otherwise holds its page, and so the in-order stream, for as long as
  * it is slow: with one connection in three answering 3 s late, a 0.6 s read took 30.9 s.
  *
- * Bounded so that it cannot double the load: only once a few pages have shown what "usual" is, at most
- * one hedge per page request, and at most `MAX_HEDGES_IN_FLIGHT` at once per stream.
+ * "Much longer" is judged two ways, both required: against time (4x the stream's median page time, and
+ * at least 250 ms) and against the other requests (at least two sent after it have already answered).
+ * The second keeps a busy CPU or a slow service from looking like a slow connection: then every request
+ * is late, none overtakes another, and a hedge would only add load.
+ *
+ * Bounded so that it cannot double the load: at most one hedge per page request, and at most
+ * `MAX_HEDGES_IN_FLIGHT` at once per stream.
  */
 
 /**
@@ -21,10 +26,17 @@ const SLOW_FACTOR = 4;
 /** ...and past this many ms (loopback pages take a few ms: jitter, GC and CPU turns are not slowness). */
 const MIN_SLOW_MS = 250;
 const MAX_HEDGES_IN_FLIGHT = 2;
+/** Requests sent after a request that must have answered before it counts as overtaken. */
+const OVERTAKEN_BY = 2;
+/** Answered requests remembered for that count. */
+const ANSWERED = 64;
 
 export class HedgePolicy {
   readonly #times: number[] = [];
   #inFlight = 0;
+  /** Requests sent (their sequence numbers), and the numbers of the latest that answered. */
+  #sentCount = 0;
+  readonly #answered: number[] = [];
   /** Hedges sent, and those whose answer was used: for tests and diagnostics. */
   sent = 0;
   won = 0;
@@ -33,6 +45,13 @@ export class HedgePolicy {
   record(ms: number): void {
     this.#times.push(ms);
     if (this.#times.length > SAMPLES) this.#times.shift();
+  }
+
+  /** How many requests sent after request `seq` have answered. */
+  #overtaken(seq: number): number {
+    let n = 0;
+    for (const s of this.#answered) if (s > seq) n++;
+    return n;
   }
 
   /** How long a request may run before it is hedged, or undefined while too little is known. */
@@ -55,6 +74,7 @@ export class HedgePolicy {
     drop: (result: T) => void,
   ): Promise<T> {
     const sentAt = performance.now();
+    const seq = ++this.#sentCount;
     return new Promise<T>((resolve, reject) => {
       const controllers: AbortController[] = [];
       let settled = false;
@@ -91,6 +111,8 @@ export class HedgePolicy {
             }
             settle();
             if (hedge) this.won++;
+            this.#answered.push(seq);
+            if (this.#answered.length > ANSWERED) this.#answered.shift();
             for (const c of controllers) if (c !== controller) c.abort(new Error('a faster answer was used'));
             resolve(result);
           },
@@ -115,6 +137,10 @@ export class HedgePolicy {
         const elapsed = performance.now() - sentAt;
         if (wait === undefined || elapsed < wait) {
           timer = setTimeout(check, wait === undefined ? MIN_SLOW_MS : wait - elapsed);
+          return;
+        }
+        if (this.#overtaken(seq) < OVERTAKEN_BY) {
+          timer = setTimeout(check, MIN_SLOW_MS / 5);
           return;
         }
         // Other hedges are out: this one waits for room (it is still slow when there is).

@@ -378,7 +378,7 @@ export class ResultStream extends Readable {
       maxResponseBytes: source.maxResponseBytes,
       timeoutMs: opts.timeoutMs,
       onRetry: (event: RetryEvent) => this.emit('retry', event),
-      hedge: this.#hedge,
+      hedge: opts.hedge ? this.#hedge : undefined,
     };
     // What a page shows sets the size of the pages planned after it, as soon as it has arrived (not when
     // the consumer reaches it: by then a fast link has planned the whole result at the first guess).

@@ -1,6 +1,13 @@
 import type { ColumnKind } from '../convert/index.js';
 import { FormatNotOfferedError, InvalidArgumentError } from '../core/errors.js';
-import { checkInteger, checkSignal, invalid, oneOf, optionalInteger } from '../core/validate.js';
+import {
+  checkInteger,
+  checkSignal,
+  invalid,
+  oneOf,
+  optionalBoolean,
+  optionalInteger,
+} from '../core/validate.js';
 import { MediaType, ROW_CAP } from '../core/wire.js';
 import { DECODABLE_FORMATS, type DecodableFormat, FORMATS } from '../decode/index.js';
 
@@ -67,6 +74,13 @@ export interface StreamOptions {
    * @default 'error'
    */
   readonly invalidUtf8?: 'error' | 'replace';
+  /**
+   * Send a page request once more on another connection when it is much slower than the stream's other
+   * requests (4x their median time, at least 250 ms, and overtaken by two requests sent after it); the
+   * first answer is used. `false`: every page is requested once per attempt (exact request accounting).
+   * @default true
+   */
+  readonly hedge?: boolean;
   /** Cancels the whole stream: polling and every in-flight request. */
   readonly signal?: AbortSignal | undefined;
   /** Per-request timeout for page reads, in ms. @default the client's */
@@ -103,6 +117,7 @@ export interface NormalizedStreamOptions {
   readonly onInvalid: 'error' | 'null';
   readonly onTruncated: 'warn' | 'error';
   readonly invalidUtf8: 'error' | 'replace';
+  readonly hedge: boolean;
   readonly signal: AbortSignal | undefined;
   readonly timeoutMs: number | undefined;
   readonly decoder: 'fast' | 'json';
@@ -159,6 +174,7 @@ export function normalizeStreamOptions(options: StreamOptions = {}): NormalizedS
     onInvalid: oneOf(options.onInvalid, 'onInvalid', ['error', 'null'], 'error'),
     onTruncated: oneOf(options.onTruncated, 'onTruncated', ['warn', 'error'], 'warn'),
     invalidUtf8: oneOf(options.invalidUtf8, 'invalidUtf8', ['error', 'replace'], 'error'),
+    hedge: optionalBoolean(options.hedge, 'hedge', true),
     signal,
     timeoutMs: options.timeoutMs === undefined ? undefined : checkInteger(options.timeoutMs, 'timeoutMs', 1),
     decoder: oneOf(options.decoder, 'decoder', ['fast', 'json'], 'fast'),
