@@ -57,8 +57,11 @@ describe('where the limit starts', () => {
     const near = await atStart(0);
     expect(near.answered).toBeLessThan(FAR_ANSWER_MS);
     expect(near.early).toEqual([]);
+    // 25 ms of latency puts the answers past the threshold; the bound is the threshold the client decides
+    // on, not the latency asked for: a timer may fire a fraction of a millisecond before 25 ms have passed
+    // on performance.now()'s clock (24.83 ms was seen).
     const far = await atStart(25);
-    expect(far.answered).toBeGreaterThanOrEqual(25);
+    expect(far.answered).toBeGreaterThanOrEqual(FAR_ANSWER_MS);
     expect(far.early).toEqual([FAR_INITIAL_LIMIT]);
   });
 });
