@@ -54,9 +54,13 @@ describe('where the limit starts', () => {
       for await (const _ of result.stream({ pageSize: 2000 }));
       return { early, answered: client.http.fastestAnswerMs! };
     };
-    const near = await atStart(0);
+    // The client decides on its own measurement: from 8 exactly when its fastest answer took FAR_ANSWER_MS
+    // or more. On loopback an answer takes a few ms, but a loaded 2-core machine stretched the fastest
+    // one to 40-55 ms (then the client rightly went far): measure up to 3 times for a near one.
+    let near = await atStart(0);
+    for (let i = 0; i < 2 && near.answered >= FAR_ANSWER_MS; i++) near = await atStart(0);
+    expect(near.early).toEqual(near.answered < FAR_ANSWER_MS ? [] : [FAR_INITIAL_LIMIT]);
     expect(near.answered).toBeLessThan(FAR_ANSWER_MS);
-    expect(near.early).toEqual([]);
     // 25 ms of latency puts the answers past the threshold; the bound is the threshold the client decides
     // on, not the latency asked for: a timer may fire a fraction of a millisecond before 25 ms have passed
     // on performance.now()'s clock (24.83 ms was seen).
