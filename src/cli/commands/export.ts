@@ -5,12 +5,13 @@
  * Resumable: finished partitions are skipped. The work is `exportPartitioned()`'s; this is the command
  * line around it (tickers, progress, summary, exit codes).
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import type {
   PartitionedExportResult,
   PartitionReport,
   PartitionStreamOptions,
 } from '../../analytics/partitioned-export.js';
+import { kindOf } from '../../core/output-target.js';
 import { checkTicker } from '../../transport/validate.js';
 import { choice, decoderFromEnv, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
@@ -110,11 +111,7 @@ export const exportCommand: Command = {
     const stream = streamOptions(v);
     const overwrite = flag(v, 'overwrite');
     const json = flag(v, 'json');
-    try {
-      await mkdir(outDir, { recursive: true });
-    } catch (err) {
-      throw new LocalError(`cannot create --out-dir ${outDir}: ${systemReason(err)}`, { cause: err });
-    }
+    await makeOutDir(outDir);
 
     const started = performance.now();
     const { client } = await ctx.connect();
@@ -185,6 +182,24 @@ export const exportCommand: Command = {
     return ExitCode.ok;
   },
 };
+
+/**
+ * `--out-dir`: a directory (or a symlink to one: files are only ever made inside it, so following it
+ * replaces nothing), created when missing. Anything else there is refused with what it is.
+ */
+async function makeOutDir(outDir: string): Promise<void> {
+  const what = await stat(outDir).catch(() => undefined);
+  if (what !== undefined && !what.isDirectory()) {
+    throw new LocalError(
+      `cannot use --out-dir ${outDir}: it is a ${kindOf(what)}, not a directory; give a directory (created if missing)`,
+    );
+  }
+  try {
+    await mkdir(outDir, { recursive: true });
+  } catch (err) {
+    throw new LocalError(`cannot create --out-dir ${outDir}: ${systemReason(err)}`, { cause: err });
+  }
+}
 
 function isTicker(id: unknown): boolean {
   try {

@@ -1,7 +1,7 @@
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { RecordBatch } from 'apache-arrow';
-import { SafeFile } from '../../core/safe-file.js';
+import { descriptorOf, type OutputTarget, openOutputTarget } from '../../core/output-target.js';
 import type { StreamOptions } from '../../query/stream-options.js';
 import { unknownTickersMessage } from '../../tickers/coverage.js';
 import { choice, decoderFromEnv, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
@@ -87,15 +87,17 @@ export const queryCommand: Command = {
     if (out === undefined || out === '') {
       throw new UsageError('missing --out FILE (e.g. --out aapl.parquet, or --out - for stdout)', 'query');
     }
-    const format = fileFormatOf(out, choice('query', v, 'as', FILE_FORMATS));
+    // `/dev/stdout` is stdout itself: the same checks and the same stream as `-`.
+    const toStdout = out === '-' || descriptorOf(out) === 1;
+    const format = fileFormatOf(toStdout ? '-' : out, choice('query', v, 'as', FILE_FORMATS));
     const json = flag(v, 'json');
-    if (json && out === '-') {
+    if (json && toStdout) {
       throw new UsageError(
         '--json prints a summary on stdout, where --out - writes the data: use one',
         'query',
       );
     }
-    if (out === '-' && ctx.io.stdout.isTTY && format !== 'csv' && format !== 'jsonl') {
+    if (toStdout && ctx.io.stdout.isTTY && format !== 'csv' && format !== 'jsonl') {
       throw new UsageError(
         'refusing to write binary Arrow/Parquet to a terminal: pipe it, or use --as jsonl',
         'query',
@@ -106,7 +108,7 @@ export const queryCommand: Command = {
 
     const started = performance.now();
     // Created before anything is requested: an unwritable path fails at once, not after the download.
-    const target = out === '-' ? undefined : await createTarget(out);
+    const target = toStdout ? undefined : await createTarget(out);
     try {
       const { client } = await ctx.connect();
       const fromCache = cacheNote(client, ctx.debug);
@@ -203,15 +205,16 @@ function unknownTickersReport(
   };
 }
 
-async function createTarget(out: string): Promise<SafeFile> {
+/** What --out names, opened by the rules of core/output-target (a file, a FIFO, a device...). */
+async function createTarget(out: string): Promise<OutputTarget> {
   try {
-    return await SafeFile.create(out);
+    return await openOutputTarget(out);
   } catch (err) {
     throw new LocalError(`cannot create ${out}: ${systemReason(err)}`, { cause: err });
   }
 }
 
-async function commitTarget(target: SafeFile): Promise<number> {
+async function commitTarget(target: OutputTarget): Promise<number> {
   try {
     return await target.commit();
   } catch (err) {
