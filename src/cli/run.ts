@@ -114,6 +114,8 @@ export async function runCli(argv: readonly string[], io: CliIo, signal: AbortSi
         ? `service ${settings.baseUrl}, API key ${settings.apiKey ? 'set' : 'not set'}`
         : 'no service address: embedded emulator',
     );
+    // A signal that came while this process was starting: stop before any work, as any later one would.
+    signal.throwIfAborted();
     return await command.run(args, ctx);
   } catch (err) {
     // A command interrupted mid-flight fails with whatever the abort caused; the signal says why.
