@@ -56,13 +56,13 @@ describe('where the limit starts', () => {
     };
     // The client decides on its own measurement: from 8 exactly when its fastest answer took FAR_ANSWER_MS
     // or more, so each run is checked against what it measured. Loopback answers in a few ms, but on a
-    // loaded 2-core machine the fastest answer took 25-55 ms (and the client rightly went far): up to 5
+    // loaded 2-core machine the fastest answer took 25-55 ms (and the client rightly went far): up to 3
     // runs for a near one. Should none be near, the "from 4" side was not exercised, which is said.
     const decided = (r: { early: number[]; answered: number }) =>
       expect(r.early).toEqual(r.answered < FAR_ANSWER_MS ? [] : [FAR_INITIAL_LIMIT]);
     let near = await atStart(0);
     decided(near);
-    for (let i = 0; i < 4 && near.answered >= FAR_ANSWER_MS; i++) {
+    for (let i = 0; i < 2 && near.answered >= FAR_ANSWER_MS; i++) {
       near = await atStart(0);
       decided(near);
     }
@@ -75,7 +75,7 @@ describe('where the limit starts', () => {
     const far = await atStart(25);
     expect(far.answered).toBeGreaterThanOrEqual(FAR_ANSWER_MS);
     expect(far.early).toEqual([FAR_INITIAL_LIMIT]);
-  });
+  }, 60_000);
 });
 
 describe('decode turns', () => {

@@ -873,13 +873,13 @@ const cliCases: CliCase[] = [
     input: 'bad ticker (`AAPL`)',
     args: (c) => ['query', 'job_listings', '--ticker', 'AAPL', '--out', 'x.csv', ...c],
     exit: 2,
-    stderr: /Invalid `body\.tickers\[0\]`.*got "AAPL"/,
+    stderr: /"AAPL" is not a ticker: expected `<market>:<identifier>`/,
   },
   {
     input: 'empty ticker',
     args: (c) => ['query', 'job_listings', '--ticker', '', '--out', 'x.csv', ...c],
     exit: 2,
-    stderr: /got ""/,
+    stderr: /"" is not a ticker/,
   },
   {
     input: 'huge ticker',
@@ -893,7 +893,7 @@ const cliCases: CliCase[] = [
       ...c,
     ],
     exit: 2,
-    stderr: /Invalid `body\.tickers\[0\]`/,
+    stderr: /"nasdaq:x+"… \(50007 characters\) is not a ticker/,
   },
   {
     input: 'upper-case ticker filter',

@@ -20,7 +20,7 @@ import { asLocalFault, LocalError, systemReason, UsageError } from '../errors.js
 import { ExitCode } from '../exit-codes.js';
 import { printJson } from '../print.js';
 import { bytes, count, duration } from '../text.js';
-import { readTickers } from '../tickers.js';
+import { checkTickerArgs, readTickers } from '../tickers.js';
 import { cacheNote } from './cache.js';
 
 const WIRE_FORMATS = ['auto', 'json', 'csv', 'xlsx'] as const;
@@ -105,8 +105,7 @@ export const exportCommand: Command = {
         'export',
       );
     }
-    // Checked before connecting: a typo fails at once, not after starting the embedded emulator.
-    for (const t of given) checkTicker(t, 'ticker');
+    checkTickerArgs(given, 'export');
     const concurrency = int('export', v, 'concurrency', 1, 64);
     const stream = streamOptions(v);
     const overwrite = flag(v, 'overwrite');

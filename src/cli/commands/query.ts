@@ -13,7 +13,7 @@ import { FILE_FORMATS, fileFormatOf, LABELS, writerFor } from '../file-formats.j
 import { printJson } from '../print.js';
 import { createProgress } from '../progress.js';
 import { bytes, count, duration } from '../text.js';
-import { readTickers } from '../tickers.js';
+import { checkTickerArgs, readTickers } from '../tickers.js';
 import { cacheNote } from './cache.js';
 
 const WIRE_FORMATS = ['auto', 'json', 'csv', 'xlsx'] as const;
@@ -104,6 +104,7 @@ export const queryCommand: Command = {
       );
     }
     const tickers = await readTickers(v, ctx.io, 'query');
+    checkTickerArgs(tickers, 'query');
     const options = streamOptions(v);
 
     const started = performance.now();
