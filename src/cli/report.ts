@@ -4,10 +4,11 @@
  */
 import { inspect } from 'node:util';
 import { escapeControls } from '../core/control-chars.js';
-import { DqsError, HttpError, TimeoutError } from '../core/errors.js';
+import { DqsError, HttpError, NetworkError, TimeoutError } from '../core/errors.js';
 import { redactSecrets } from '../core/redact.js';
 import { Interrupted, isSystemError, LocalError, systemReason, UsageError } from './errors.js';
 import { ExitCode, type ExitCodeValue, exitCodeOf } from './exit-codes.js';
+import { connectionReason } from './tls-reasons.js';
 
 export interface ReportContext {
   readonly command: string | undefined;
@@ -145,8 +146,13 @@ export function report(err: unknown, ctx: ReportContext): Report {
     line = `${prefix}${sentence(err.message)}`;
   } else if (err instanceof DqsError) {
     exitCode = exitCodeOf(err.code);
-    const hint = hintFor(err, ctx);
-    line = `${prefix}${sentence(whatFailed(err, ctx))}${hint ? ` ${hint}` : ''}`;
+    const tls = connectionReason(err);
+    if (tls && err instanceof NetworkError) {
+      line = `${prefix}${err.method} ${err.url} failed: ${sentence(tls.reason)} ${tls.hint}`;
+    } else {
+      const hint = hintFor(err, ctx);
+      line = `${prefix}${sentence(whatFailed(err, ctx))}${hint ? ` ${hint}` : ''}`;
+    }
   } else if (isSystemError(err)) {
     // A local fault that no command wrapped (e.g. while reading a file): exit 7 all the same.
     exitCode = ExitCode.local;
