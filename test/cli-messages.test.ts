@@ -125,6 +125,17 @@ describe('true messages', () => {
     expect(existsSync(join(work, 'lake'))).toBe(false);
   });
 
+  it.each([
+    [['dataset', '../../etc/passwd'], /Invalid `datasetId`/],
+    [['tickers', '../x', 'apple'], /Invalid `datasetId`/],
+    [['status', 'job_listings', 'not-hex'], /Invalid `queryId`/],
+    [['query', 'a b', '--out', 'x.csv'], /Invalid `datasetId`/],
+  ])('malformed ids of %j fail before the embedded emulator starts', async (args, message) => {
+    const r = await dqs(args);
+    expect(r.code, r.stderr).toBe(ExitCode.usage);
+    expect(errorLines(r.stderr)).toEqual([expect.stringMatching(message)]);
+  });
+
   it('-o=FILE and --out=FILE both mean FILE', async () => {
     const dir = await mkdtemp(join(work, 'eq-'));
     const short = await finishCli(

@@ -12,7 +12,7 @@ import type {
   PartitionStreamOptions,
 } from '../../analytics/partitioned-export.js';
 import { kindOf } from '../../core/output-target.js';
-import { checkTicker } from '../../transport/validate.js';
+import { checkDatasetId, checkTicker } from '../../transport/validate.js';
 import { choice, decoderFromEnv, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
 import { CACHE_OPTIONS } from '../connection.js';
@@ -87,6 +87,8 @@ export const exportCommand: Command = {
   ],
   async run(args, ctx) {
     const [dataset] = positionals('export', args, ['dataset']);
+    // Before connecting: a malformed id fails before the embedded emulator starts (and says so).
+    checkDatasetId(dataset);
     const v = args.values;
     const outDir = str(v, 'out-dir');
     if (outDir === undefined || outDir === '')

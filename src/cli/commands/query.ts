@@ -4,6 +4,7 @@ import type { RecordBatch } from 'apache-arrow';
 import { descriptorOf, type OutputTarget, openOutputTarget } from '../../core/output-target.js';
 import type { StreamOptions } from '../../query/stream-options.js';
 import { unknownTickersMessage } from '../../tickers/coverage.js';
+import { checkDatasetId } from '../../transport/validate.js';
 import { choice, decoderFromEnv, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { CACHE_OPTIONS } from '../connection.js';
@@ -82,6 +83,8 @@ export const queryCommand: Command = {
   ],
   async run(args, ctx) {
     const [dataset] = positionals('query', args, ['dataset']);
+    // Before connecting: a malformed id fails before the embedded emulator starts (and says so).
+    checkDatasetId(dataset);
     const v = args.values;
     const out = str(v, 'out');
     if (out === undefined || out === '') {
