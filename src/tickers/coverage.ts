@@ -17,8 +17,8 @@ const CONCURRENCY = 8;
 
 /**
  * The tickers of `tickers` (deduplicated, in their order) that `GET /datasets/?ticker=` does not list
- * `datasetId` for. When there are some, the dataset is asked for too: an unknown dataset fails with its
- * own `NotFoundError` (404) instead.
+ * `datasetId` for. When that is all of them, the dataset is asked for too: an unknown dataset fails with
+ * its own `NotFoundError` (404) instead.
  */
 export async function unknownTickers(
   client: EndpointClient,
@@ -45,10 +45,10 @@ export async function unknownTickers(
   };
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, distinct.length) }, worker));
   const unknown = distinct.filter((_, i) => !carried[i]);
-  // A dataset id that does not exist is listed for no ticker either: ask for the dataset itself, so that
-  // its 404 is the answer, not a warning that blames every ticker. One request, only when some ticker is
-  // missing; a known dataset costs nothing more.
-  if (unknown.length > 0) await client.getDataset(datasetId, options);
+  // A dataset id that does not exist is listed for no ticker either: when no ticker lists it, ask for the
+  // dataset itself, so that its 404 is the answer, not a warning that blames every ticker. One request,
+  // only then: a dataset listed for any ticker exists.
+  if (unknown.length > 0 && unknown.length === distinct.length) await client.getDataset(datasetId, options);
   return unknown;
 }
 
