@@ -183,7 +183,7 @@ describe('dqs export', () => {
       [['export', DATASET, '--out-dir', 'x'], /missing tickers: --ticker T/],
       [
         ['export', DATASET, '--out-dir', 'x', '--ticker', 'AAPL'],
-        /to be a ticker shaped `<market>:<identifier>`/,
+        /"AAPL" is not a ticker: expected `<market>:<identifier>`/,
       ],
       [
         ['export', DATASET, '--out-dir', 'x', '--all-tickers', '--ticker', 'nasdaq:aapl'],
@@ -213,7 +213,7 @@ describe('dqs export', () => {
       ...conn(emulator),
     ]);
     expect(local.code, local.stderr).toBe(7);
-    expect(local.stderr).toMatch(/cannot create --out-dir .*a-file/);
+    expect(local.stderr).toMatch(/cannot use --out-dir .*a-file: it is a regular file, not a directory/);
   });
 
   it('--all-tickers exports every ticker the dataset lists', async () => {

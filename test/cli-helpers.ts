@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { afterAll } from 'vitest';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const MAIN = join(ROOT, 'dist', 'cli', 'main.js');
@@ -30,7 +31,10 @@ export function ensureBuilt(file: string = MAIN): void {
  * neither read nor fill the cache of the user running it.
  */
 export const TEST_CACHE_HOME = mkdtempSync(join(tmpdir(), 'dqs-test-cache-home-'));
-process.on('exit', () => rmSync(TEST_CACHE_HOME, { recursive: true, force: true }));
+// After the test file that imported this module (each file imports it afresh), not on the process's
+// 'exit': vitest ends its fork workers with a signal, so 'exit' handlers never ran and every file that
+// imported this left a directory in the temp dir.
+afterAll(() => rmSync(TEST_CACHE_HOME, { recursive: true, force: true }));
 
 /**
  * The environment of a user who has set nothing: no DQS_* from the machine running the tests, and the

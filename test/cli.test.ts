@@ -97,7 +97,10 @@ describe('dqs: help, version, usage errors', () => {
     ],
     [['query', '--out', 'a.csv'], /missing <dataset>/],
     [['tickers', 'job_listings'], /missing <text>/],
-    [['query', 'job_listings', '--out', 'a.csv', '--ticker', 'aapl'], /to be a ticker shaped/],
+    [
+      ['query', 'job_listings', '--out', 'a.csv', '--ticker', 'aapl'],
+      /"aapl" is not a ticker: expected `<market>:<identifier>`/,
+    ],
   ] as const)('usage error %j exits 2 with one line', async (args, message) => {
     const run = await dqs([...args, ...(args.length > 1 ? conn() : [])]);
     expect(run.code).toBe(2);
@@ -203,7 +206,7 @@ describe('dqs: failures have exit codes, one line, and never show the key', () =
       ...conn(),
     ]);
     expect(nowhere.code).toBe(7);
-    expect(nowhere.stderr).toMatch(/the directory does not exist/);
+    expect(nowhere.stderr).toMatch(/the directory .*[/]no does not exist \(ENOENT\)/);
   });
 
   it.concurrent('a page the service refuses mid-export exits 5 and leaves neither file nor temp file', async () => {

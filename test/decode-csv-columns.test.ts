@@ -59,13 +59,17 @@ async function reference(bytes: Buffer): Promise<Decoded | Error> {
   }
 }
 
-/** The property: accepted pages decode exactly as the reference; pages the reference rejects are declined. */
-async function agree(bytes: Buffer): Promise<'fast' | 'declined'> {
+/**
+ * The property: accepted pages decode exactly as the reference; pages the reference rejects are declined.
+ * Says which way it went: `fast` (decoded, and equal), `declined` (the reference accepts, the fast path
+ * left it to the reference) or `rejected` (the reference fails, the fast path declined).
+ */
+async function agree(bytes: Buffer): Promise<'fast' | 'declined' | 'rejected'> {
   const expected = await reference(bytes);
   const page = new FastCsvDecoder(plan).decode(bytes, where);
   if (expected instanceof Error) {
     expect(page, `accepted a page the reference rejects: ${expected.message}`).toBeUndefined();
-    return 'declined';
+    return 'rejected';
   }
   if (page === undefined) return 'declined';
   // Appended to a builder (batches across pages), and adopted as a batch of its own (one batch per page).
@@ -102,16 +106,20 @@ const row = fc.tuple(
 
 describe('FastCsvDecoder', () => {
   it('agrees with decodeCsv + the builder and the row factory on fuzzed pages', async () => {
-    const outcomes = { fast: 0, declined: 0 };
+    const outcomes = { fast: 0, declined: 0, rejected: 0 };
     await fc.assert(
       fc.asyncProperty(fc.array(row, { maxLength: 30 }), async (rows) => {
         outcomes[await agree(Buffer.from(writeCsv(ids, rows)))]++;
       }),
       { numRuns: 400 },
     );
-    // Most fuzzed pages are ordinary: a decoder that declined them all would pass the property alone.
-    expect(outcomes.fast).toBeGreaterThan(100);
-    expect(outcomes.declined).toBeGreaterThan(10);
+    // A decoder that declined every page would pass the property alone. These pages are all ordinary (well-
+    // formed UTF-8 CSV, the plan's header) unless a cell is mistyped, so the fast path must take every page
+    // the reference accepts. How many that is depends on the generator, not the decoder (about 30%: 103 to
+    // 140 of 400 over 32 seeds), so it is no bound: both kinds only have to occur.
+    expect(outcomes.declined).toBe(0);
+    expect(outcomes.fast).toBeGreaterThan(0);
+    expect(outcomes.rejected).toBeGreaterThan(0);
   });
 
   it('declines mutated and truncated pages the reference rejects, and agrees on the rest', async () => {

@@ -51,6 +51,11 @@ export const CONNECTION_OPTIONS: OptionSpecs = {
     arg: 'FILE',
     help: 'Read the API key from the first line of FILE (- reads stdin).',
   },
+  timeout: {
+    type: 'string',
+    arg: 'SECONDS',
+    help: 'How long to wait for each answer of the service, 1 to 3600 (default 60); a failed try is retried.',
+  },
   'allow-insecure-http': {
     type: 'boolean',
     help: 'Allow sending the key over plain http:// to a host other than this machine.',
@@ -72,7 +77,7 @@ export function parse(command: string, argv: readonly string[], options: OptionS
   }
   try {
     const { values, positionals } = parseArgs({
-      args: [...argv],
+      args: splitShortEquals(argv, options),
       options: config,
       allowPositionals: true,
       strict: true,
@@ -83,6 +88,31 @@ export function parse(command: string, argv: readonly string[], options: OptionS
     const message = String((err as Error).message).replace(/\. To specify a positional argument.*$/s, '');
     throw new UsageError(message, command);
   }
+}
+
+/**
+ * `-o=FILE` as `-o FILE`, the way `--out=FILE` is `--out FILE`. parseArgs reads `-o=y.csv` as the value
+ * `=y.csv`, so the export went to a file named `=y.csv`. Only for a short option that takes a value, and
+ * only before `--`.
+ */
+function splitShortEquals(argv: readonly string[], options: OptionSpecs): string[] {
+  const takesValue = new Set(
+    Object.values(options)
+      .filter((o) => o.type === 'string' && o.short)
+      .map((o) => o.short),
+  );
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') {
+      out.push(...argv.slice(i));
+      break;
+    }
+    const m = /^-([A-Za-z])=(.*)$/s.exec(a);
+    if (m && takesValue.has(m[1]!)) out.push(`-${m[1]}`, m[2]!);
+    else out.push(a);
+  }
+  return out;
 }
 
 /** The positionals by name; too few or too many is a usage error. `?` marks an optional one. */

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { defaultCacheDir } from '../cache/options.js';
 import type { DatasetClient } from '../client.js';
 import type { OptionSpecs, Values } from './args.js';
-import { flag, str } from './args.js';
+import { flag, int, str } from './args.js';
 import type { CliIo } from './command.js';
 import { LocalError, systemReason, UsageError } from './errors.js';
 import { readAll } from './tickers.js';
@@ -36,8 +36,10 @@ export type ConnectionSettings =
       readonly apiKey: string | undefined;
       readonly allowInsecureHttp: boolean;
       readonly cache: CacheSetting;
+      /** `--timeout` in ms; undefined: the library's default. */
+      readonly timeoutMs: number | undefined;
     }
-  | { readonly kind: 'embedded' };
+  | { readonly kind: 'embedded'; readonly timeoutMs: number | undefined };
 
 export interface Connection {
   readonly client: DatasetClient;
@@ -59,15 +61,18 @@ export function resolveConnection(
   values: Values,
   env: NodeJS.ProcessEnv,
   fileKey?: string,
+  command = '',
 ): ConnectionSettings {
   const baseUrl = nonEmpty(str(values, 'base-url')) ?? nonEmpty(env.DQS_BASE_URL);
+  const timeout = int(command, values, 'timeout', 1, 3600);
+  const timeoutMs = timeout === undefined ? undefined : timeout * 1000;
   const noCache = flag(values, 'no-cache');
   const refresh = flag(values, 'refresh');
   if (noCache && refresh) {
     throw new UsageError('--no-cache leaves the cache alone, --refresh replaces an entry: use one');
   }
   // The embedded emulator gets a new port, hence new keys, on every run: its results are never cached.
-  if (baseUrl === undefined) return { kind: 'embedded' };
+  if (baseUrl === undefined) return { kind: 'embedded', timeoutMs };
   // No cache directory (no HOME): commands work as without a cache, never write into the working directory.
   const dir = noCache ? undefined : defaultCacheDir(env);
   return {
@@ -76,6 +81,7 @@ export function resolveConnection(
     apiKey: nonEmpty(str(values, 'api-key')) ?? nonEmpty(fileKey) ?? nonEmpty(env.DQS_API_KEY),
     allowInsecureHttp: flag(values, 'allow-insecure-http'),
     cache: dir === undefined ? { mode: 'off' } : { mode: refresh ? 'refresh' : 'use', dir },
+    timeoutMs,
   };
 }
 
@@ -124,6 +130,7 @@ export async function openConnection(
       allowInsecureHttp: settings.allowInsecureHttp,
       // Explicit, so the library does not fall back on DQS_API_KEY when the user gave no key.
       apiKey: settings.apiKey ?? '',
+      ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
       ...(settings.cache.mode === 'off'
         ? {}
         : { cache: { dir: settings.cache.dir, refresh: settings.cache.mode === 'refresh' } }),
@@ -135,7 +142,11 @@ export async function openConnection(
   // (`dqs query job_listings --out x.arrow`: peak RSS 604 MB with it, 446 MB without). One client on
   // loopback: no connection waits to be accepted, so no helper process for a wide accept either.
   const emulator = await startEmulator({ port: 0, pageCacheSize: 0, acceptWidth: 1 });
-  const client = new DatasetClient({ baseUrl: emulator.url, apiKey: emulator.apiKey });
+  const client = new DatasetClient({
+    baseUrl: emulator.url,
+    apiKey: emulator.apiKey,
+    ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
+  });
   notice(`no DQS_BASE_URL given; using the embedded emulator at ${emulator.url} (synthetic data)`);
   return {
     client,

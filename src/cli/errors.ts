@@ -1,4 +1,6 @@
 /** Errors the CLI itself raises; each knows its exit code. Library errors keep their own `code`. */
+import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { ExitCode, type ExitCodeValue } from './exit-codes.js';
 
 /** The command line is wrong. The message says what and how to fix it. */
@@ -37,7 +39,6 @@ export class Interrupted extends Error {
 }
 
 const REASONS: Readonly<Record<string, string>> = {
-  ENOENT: 'the directory does not exist',
   EACCES: 'permission denied',
   EPERM: 'permission denied',
   EISDIR: 'it is a directory',
@@ -57,9 +58,24 @@ const REASONS: Readonly<Record<string, string>> = {
   EADDRNOTAVAIL: 'the address is not available on this machine',
 };
 
+/**
+ * What of `path` is missing: the path itself (a file), or the topmost directory above it that does not
+ * exist. ENOENT says only "something on the way", and a missing --tickers-file is no missing directory.
+ */
+function missingPart(path: string): string {
+  let missing = path;
+  for (let parent = dirname(missing); parent !== missing && !existsSync(parent); parent = dirname(parent)) {
+    missing = parent;
+  }
+  return missing === path ? `${path} does not exist` : `the directory ${missing} does not exist`;
+}
+
 /** A short human reason for a Node system error. */
 export function systemReason(err: unknown): string {
   const e = err as NodeJS.ErrnoException;
+  if (e?.code === 'ENOENT') {
+    return `${typeof e.path === 'string' ? missingPart(e.path) : 'no such file or directory'} (ENOENT)`;
+  }
   const known = e?.code ? REASONS[e.code] : undefined;
   return known ? `${known} (${e.code})` : String(e?.message ?? err);
 }

@@ -7,14 +7,16 @@ import { setMaxListeners } from 'node:events';
 import { systemReason } from './errors.js';
 import { ExitCode } from './exit-codes.js';
 import { onInterrupt } from './interrupt.js';
-import { runCli } from './run.js';
 import { isSupervised, shouldSupervise, supervise } from './serve-process.js';
 
 // stdout failing (a full device, a reader that went away: `dqs datasets | head -1`) is a local fault:
 // exit 7 with one line, whatever was being printed. Not everything reached the reader, and a script
 // under `set -o pipefail` should know. A `--out -` pipeline reports the same error through its own path;
 // whichever comes first ends the process, with one line either way.
+// Not an abort, though: Ctrl-C (or SIGTERM) aborts a `--out -` pipeline, which destroys stdout with an
+// AbortError. That is the interrupt, not a write failure, and the command reports it (130/143).
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.name === 'AbortError') return;
   process.stderr.write(`dqs: cannot write stdout: ${systemReason(err)}.\n`);
   process.exit(ExitCode.local);
 });
@@ -26,7 +28,10 @@ setMaxListeners(256);
 // `dqs serve` runs in a child with a tuned allocator (serve-process.ts); this process only supervises.
 async function run(): Promise<number> {
   if (shouldSupervise(process.argv.slice(2), process.env)) return supervise();
+  // The handlers first, the commands after: a Ctrl-C while the commands' modules load (a few hundred ms
+  // on a busy machine) killed the process by the default action, exit 130 without the "interrupted" line.
   const interrupt = onInterrupt();
+  const { runCli } = await import('./run.js');
   const exitCode = await runCli(
     process.argv.slice(2),
     { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env },

@@ -4,10 +4,11 @@
  */
 import { inspect } from 'node:util';
 import { escapeControls } from '../core/control-chars.js';
-import { DqsError, HttpError } from '../core/errors.js';
+import { DqsError, HttpError, NetworkError, TimeoutError } from '../core/errors.js';
 import { redactSecrets } from '../core/redact.js';
 import { Interrupted, isSystemError, LocalError, systemReason, UsageError } from './errors.js';
 import { ExitCode, type ExitCodeValue, exitCodeOf } from './exit-codes.js';
+import { connectionReason } from './tls-reasons.js';
 
 export interface ReportContext {
   readonly command: string | undefined;
@@ -15,6 +16,11 @@ export interface ReportContext {
   readonly baseUrl?: string | undefined;
   /** Strings to mask wherever they appear (the API key). */
   readonly secrets: readonly string[];
+  /** The options the command takes: advice names only those (no `--page-size` for `dqs datasets`). */
+  readonly options?: readonly string[] | undefined;
+  /** Since the command started, and the retries the client made: for a timeout, the whole wait. */
+  readonly elapsedMs?: number | undefined;
+  readonly retries?: ReadonlyMap<string, number> | undefined;
 }
 
 export interface Report {
@@ -31,28 +37,53 @@ export function redact(text: string, secrets: readonly string[]): string {
   return redactSecrets(text, secrets);
 }
 
+/** `--name`, when the failed command takes it. */
+function option(ctx: ReportContext, name: string): string | undefined {
+  return ctx.options?.includes(name) ? `--${name}` : undefined;
+}
+
+/** A 404 for the dataset list itself: the address is not the service's root (a wrong path in it). */
+function isListing(err: DqsError): boolean {
+  if (!(err instanceof HttpError)) return false;
+  try {
+    return /\/datasets\/?$/.test(new URL(err.url).pathname);
+  } catch {
+    return false;
+  }
+}
+
 function hintFor(err: DqsError, ctx: ReportContext): string {
   const help = ctx.command ? `dqs ${ctx.command} --help` : 'dqs --help';
   switch (err.code) {
     case 'DQS_AUTH':
       return 'Check --api-key or DQS_API_KEY.';
     case 'DQS_NOT_FOUND':
+      if (isListing(err)) {
+        return 'The address answers, but has no dataset list: check the path in --base-url or DQS_BASE_URL.';
+      }
       return ctx.command === 'status'
         ? 'Check the dataset and query ids (queries of the embedded emulator live only as long as it runs).'
         : 'Check the dataset id: `dqs datasets` lists them.';
     case 'DQS_NETWORK':
       return `Is the service reachable${ctx.baseUrl ? ` at ${ctx.baseUrl}` : ''}? Check --base-url or DQS_BASE_URL.`;
-    case 'DQS_TIMEOUT':
-      return 'The service did not answer in time; try again, or a smaller --page-size.';
+    case 'DQS_TIMEOUT': {
+      const smaller = option(ctx, 'page-size');
+      return (
+        'The service did not answer in time; try again later' +
+        (option(ctx, 'timeout') ? ', or a longer --timeout SECONDS' : '') +
+        (smaller ? `, or a smaller ${smaller}` : '') +
+        '.'
+      );
+    }
     case 'DQS_SERVER':
       return 'The service failed; try again later.';
     case 'DQS_QUERY_FAILED':
       return 'The service could not run the query; try again, or narrow it.';
     case 'DQS_RATE_LIMITED':
-      return 'Too many requests; try again later, or a lower --concurrency.';
+      return `Too many requests; try again later${option(ctx, 'concurrency') ? ', or a lower --concurrency' : ''}.`;
     case 'DQS_FORMAT_NOT_OFFERED':
     case 'DQS_NOT_ACCEPTABLE':
-      return 'Try --format auto.';
+      return option(ctx, 'format') ? 'Try --format auto.' : 'The service refused the format asked for.';
     case 'DQS_INVALID_ARGUMENT':
       return `See \`${help}\`.`;
     case 'DQS_BAD_REQUEST':
@@ -68,13 +99,28 @@ function hintFor(err: DqsError, ctx: ReportContext): string {
   }
 }
 
-function whatFailed(err: DqsError): string {
+function whatFailed(err: DqsError, ctx: ReportContext): string {
+  if (err instanceof TimeoutError && !err.overall && err.timeoutMs > 0) {
+    // The error is the last try's; the user waited for all of them.
+    const what = err.message.replace(/ timed out after \d+ ms$/, '');
+    const tries = (ctx.retries?.get(what) ?? 0) + 1;
+    const each =
+      tries === 1
+        ? `one try of ${seconds(err.timeoutMs)}`
+        : `${tries} tries of ${seconds(err.timeoutMs)} each`;
+    const all = ctx.elapsedMs !== undefined ? `waited ${seconds(ctx.elapsedMs)} in all, ` : '';
+    return `no answer from the service (${what}): ${all}${each}`;
+  }
   if (err instanceof HttpError) {
     // Our own wording instead of `err.message`, whose hint speaks of library options (`apiKey`).
     const server = err.serverMessage ? `: ${err.serverMessage}` : '';
     return `${err.status} from the service (${err.method} ${err.url})${server}`;
   }
   return err.message;
+}
+
+function seconds(ms: number): string {
+  return `${Number((ms / 1000).toFixed(1))} s`;
 }
 
 function sentence(text: string): string {
@@ -100,12 +146,19 @@ export function report(err: unknown, ctx: ReportContext): Report {
     line = `${prefix}${sentence(err.message)}`;
   } else if (err instanceof DqsError) {
     exitCode = exitCodeOf(err.code);
-    const hint = hintFor(err, ctx);
-    line = `${prefix}${sentence(whatFailed(err))}${hint ? ` ${hint}` : ''}`;
+    const tls = connectionReason(err);
+    if (tls && err instanceof NetworkError) {
+      line = `${prefix}${err.method} ${err.url} failed: ${sentence(tls.reason)} ${tls.hint}`;
+    } else {
+      const hint = hintFor(err, ctx);
+      line = `${prefix}${sentence(whatFailed(err, ctx))}${hint ? ` ${hint}` : ''}`;
+    }
   } else if (isSystemError(err)) {
     // A local fault that no command wrapped (e.g. while reading a file): exit 7 all the same.
     exitCode = ExitCode.local;
-    line = `${prefix}${sentence(`${err.path ? `${err.path}: ` : ''}${systemReason(err)}`)}`;
+    // ENOENT's reason names the path already.
+    const where = err.path && err.code !== 'ENOENT' ? `${err.path}: ` : '';
+    line = `${prefix}${sentence(`${where}${systemReason(err)}`)}`;
   } else {
     exitCode = ExitCode.unexpected;
     const message = err instanceof Error ? err.message : String(err);

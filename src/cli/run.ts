@@ -71,14 +71,19 @@ export async function runCli(argv: readonly string[], io: CliIo, signal: AbortSi
   let debug = argv.includes('--debug');
   let connection: Connection | undefined;
   let opening: Promise<Connection> | undefined;
+  let options: readonly string[] = [];
+  // Retries by what was retried (`GET https://…`), for the error line of a timeout: the tries waited for.
+  const retries = new Map<string, number>();
+  const started = performance.now();
   try {
     command = findCommand(first);
-    const options = {
+    const specs = {
       ...command.options,
       ...(command.connects ? CONNECTION_OPTIONS : {}),
       ...COMMON_OPTIONS,
     };
-    const args = parse(command.name, rest, options);
+    options = Object.keys(specs);
+    const args = parse(command.name, rest, specs);
     secrets = secretsOf(args.values, io.env);
     debug = flag(args.values, 'debug');
     if (flag(args.values, 'help')) {
@@ -88,7 +93,7 @@ export async function runCli(argv: readonly string[], io: CliIo, signal: AbortSi
     const fileKey = command.connects ? await readApiKeyFile(args.values, io) : undefined;
     secrets = secretsOf(args.values, io.env, fileKey);
     const quiet = flag(args.values, 'quiet');
-    const settings = resolveConnection(args.values, io.env, fileKey);
+    const settings = resolveConnection(args.values, io.env, fileKey, command.name);
     const ctx: CommandContext = {
       io,
       signal,
@@ -104,6 +109,9 @@ export async function runCli(argv: readonly string[], io: CliIo, signal: AbortSi
       connect: () => {
         opening ??= openConnection(settings, ctx.info).then((c) => {
           connection = c;
+          c.client.on('retry', (e: { what: string }) => {
+            retries.set(e.what, (retries.get(e.what) ?? 0) + 1);
+          });
           return c;
         });
         return opening;
@@ -114,6 +122,8 @@ export async function runCli(argv: readonly string[], io: CliIo, signal: AbortSi
         ? `service ${settings.baseUrl}, API key ${settings.apiKey ? 'set' : 'not set'}`
         : 'no service address: embedded emulator',
     );
+    // A signal that came while this process was starting: stop before any work, as any later one would.
+    signal.throwIfAborted();
     return await command.run(args, ctx);
   } catch (err) {
     // A command interrupted mid-flight fails with whatever the abort caused; the signal says why.
@@ -122,6 +132,9 @@ export async function runCli(argv: readonly string[], io: CliIo, signal: AbortSi
       command: command?.name,
       baseUrl: connection?.baseUrl,
       secrets,
+      options,
+      elapsedMs: performance.now() - started,
+      retries,
     });
     if (line) write(io.stderr, line);
     if (debug && !signal.aborted) write(io.stderr, safeText(debugText(err, secrets)));

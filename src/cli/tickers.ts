@@ -1,5 +1,6 @@
 /** Reading the tickers a command is given: `--ticker`s, then those of `--tickers-file` (a path, or `-` for stdin). */
 import { readFile } from 'node:fs/promises';
+import { checkTicker } from '../transport/validate.js';
 import { list, str, type Values } from './args.js';
 import type { CliIo } from './command.js';
 import { LocalError, systemReason, UsageError } from './errors.js';
@@ -36,4 +37,38 @@ export async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Every ticker shaped `<market>:<identifier>`, checked before anything connects (the embedded emulator
+ * starts in a fraction of a second, and says so: not for a typo). One wording for every command: the
+ * library names the argument as it saw it (`body.tickers[0]` for a query, `ticker` for the rest), which
+ * says nothing to someone who typed `--ticker`.
+ */
+export function checkTickerArgs(tickers: readonly string[], command: string): void {
+  for (const t of tickers) {
+    try {
+      checkTicker(t);
+    } catch {
+      const hint = checkTickerShape(t.toLowerCase()) ? ' (tickers are lower case)' : '';
+      throw new UsageError(
+        `${shown(t)} is not a ticker: expected \`<market>:<identifier>\` such as \`nasdaq:aapl\`${hint}`,
+        command,
+      );
+    }
+  }
+}
+
+function checkTickerShape(t: string): boolean {
+  try {
+    checkTicker(t);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The value as typed, cut short when long (a ticker is at most 128 characters). */
+function shown(t: string): string {
+  return t.length > 60 ? `${JSON.stringify(t.slice(0, 60))}… (${t.length} characters)` : JSON.stringify(t);
 }

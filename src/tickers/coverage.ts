@@ -17,7 +17,8 @@ const CONCURRENCY = 8;
 
 /**
  * The tickers of `tickers` (deduplicated, in their order) that `GET /datasets/?ticker=` does not list
- * `datasetId` for.
+ * `datasetId` for. When that is all of them, the dataset is asked for too: an unknown dataset fails with
+ * its own `NotFoundError` (404) instead.
  */
 export async function unknownTickers(
   client: EndpointClient,
@@ -43,7 +44,12 @@ export async function unknownTickers(
     }
   };
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, distinct.length) }, worker));
-  return distinct.filter((_, i) => !carried[i]);
+  const unknown = distinct.filter((_, i) => !carried[i]);
+  // A dataset id that does not exist is listed for no ticker either: when no ticker lists it, ask for the
+  // dataset itself, so that its 404 is the answer, not a warning that blames every ticker. One request,
+  // only then: a dataset listed for any ticker exists.
+  if (unknown.length > 0 && unknown.length === distinct.length) await client.getDataset(datasetId, options);
+  return unknown;
 }
 
 /** Names the `unknown` tickers (of `of` distinct ones asked for) of a query on `datasetId`. */

@@ -162,7 +162,13 @@ try {
     }
     if (bad.length)
       throw new Error(`${bad.length} of ${maps} maps point at files not packed: ${bad.slice(0, 3)}`);
-    for (const entry of ['dist/index.d.ts', 'dist/emulator/index.d.ts', 'dist/cli/main.js', 'README.md']) {
+    for (const entry of [
+      'dist/index.d.ts',
+      'dist/emulator/index.d.ts',
+      'dist/cli/main.js',
+      'README.md',
+      'LICENSE',
+    ]) {
       if (!existsSync(join(pkg, entry))) throw new Error(`${entry} is not packed`);
     }
   });

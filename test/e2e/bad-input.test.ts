@@ -4,7 +4,7 @@
  * table below is one line of the document.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -873,13 +873,13 @@ const cliCases: CliCase[] = [
     input: 'bad ticker (`AAPL`)',
     args: (c) => ['query', 'job_listings', '--ticker', 'AAPL', '--out', 'x.csv', ...c],
     exit: 2,
-    stderr: /Invalid `body\.tickers\[0\]`.*got "AAPL"/,
+    stderr: /"AAPL" is not a ticker: expected `<market>:<identifier>`/,
   },
   {
     input: 'empty ticker',
     args: (c) => ['query', 'job_listings', '--ticker', '', '--out', 'x.csv', ...c],
     exit: 2,
-    stderr: /got ""/,
+    stderr: /"" is not a ticker/,
   },
   {
     input: 'huge ticker',
@@ -893,7 +893,7 @@ const cliCases: CliCase[] = [
       ...c,
     ],
     exit: 2,
-    stderr: /Invalid `body\.tickers\[0\]`/,
+    stderr: /"nasdaq:x+"… \(50007 characters\) is not a ticker/,
   },
   {
     input: 'upper-case ticker filter',
@@ -1018,14 +1018,17 @@ const cliCases: CliCase[] = [
 ];
 
 describe.skipIf(!existsSync(CLI))('bad input: CLI (dist/cli/main.js)', () => {
-  const cacheHome = join(tmpdir(), `dqs-bad-input-cache-${process.pid}`);
-  afterAll(() => rmSync(cacheHome, { recursive: true, force: true }));
+  // The commands' working directory (relative --out names land there) and their result cache: one
+  // directory of the suite's own, not the shared temp dir itself.
+  const work = mkdtempSync(join(tmpdir(), 'dqs-bad-input-'));
+  const cacheHome = join(work, 'cache');
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
   function run(args: string[]): Promise<{ code: number | null; stderr: string }> {
     return new Promise((resolve, reject) => {
       const child = spawn(process.execPath, [CLI, ...args], {
         // XDG_CACHE_HOME: the CLI's result cache must not touch the cache of the user running the tests.
         env: { ...process.env, DQS_BASE_URL: '', DQS_API_KEY: '', XDG_CACHE_HOME: cacheHome },
-        cwd: tmpdir(),
+        cwd: work,
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       let stderr = '';

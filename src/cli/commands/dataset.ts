@@ -1,4 +1,5 @@
 /** `dqs dataset <id>`: one dataset's metadata and its columns. */
+import { checkDatasetId } from '../../transport/validate.js';
 import { flag, JSON_OPTION, positionals } from '../args.js';
 import type { Command } from '../command.js';
 import { ExitCode } from '../exit-codes.js';
@@ -16,6 +17,8 @@ export const datasetCommand: Command = {
   examples: ['dqs dataset job_listings', 'dqs dataset job_listings --json | jq ".fields[].id"'],
   async run(args, ctx) {
     const [id] = positionals('dataset', args, ['dataset']);
+    // Before connecting: a malformed id fails before the embedded emulator starts (and says so).
+    checkDatasetId(id);
     const { client } = await ctx.connect();
     const meta = await client.getDataset(id!, { signal: ctx.signal });
     if (flag(args.values, 'json')) {

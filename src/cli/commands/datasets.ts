@@ -4,6 +4,7 @@ import type { Command } from '../command.js';
 import { ExitCode } from '../exit-codes.js';
 import { printJson, terminalWidth } from '../print.js';
 import { table } from '../text.js';
+import { checkTickerArgs } from '../tickers.js';
 
 export const datasetsCommand: Command = {
   name: 'datasets',
@@ -23,6 +24,7 @@ export const datasetsCommand: Command = {
   async run(args, ctx) {
     positionals('datasets', args, []);
     const ticker = str(args.values, 'ticker');
+    if (ticker !== undefined) checkTickerArgs([ticker], 'datasets');
     const { client } = await ctx.connect();
     const datasets = await client.listDatasets({
       signal: ctx.signal,

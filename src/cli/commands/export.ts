@@ -5,13 +5,14 @@
  * Resumable: finished partitions are skipped. The work is `exportPartitioned()`'s; this is the command
  * line around it (tickers, progress, summary, exit codes).
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import type {
   PartitionedExportResult,
   PartitionReport,
   PartitionStreamOptions,
 } from '../../analytics/partitioned-export.js';
-import { checkTicker } from '../../transport/validate.js';
+import { kindOf } from '../../core/output-target.js';
+import { checkDatasetId, checkTicker } from '../../transport/validate.js';
 import { choice, decoderFromEnv, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
 import { CACHE_OPTIONS } from '../connection.js';
@@ -19,7 +20,7 @@ import { asLocalFault, LocalError, systemReason, UsageError } from '../errors.js
 import { ExitCode } from '../exit-codes.js';
 import { printJson } from '../print.js';
 import { bytes, count, duration } from '../text.js';
-import { readTickers } from '../tickers.js';
+import { checkTickerArgs, readTickers } from '../tickers.js';
 import { cacheNote } from './cache.js';
 
 const WIRE_FORMATS = ['auto', 'json', 'csv', 'xlsx'] as const;
@@ -86,6 +87,8 @@ export const exportCommand: Command = {
   ],
   async run(args, ctx) {
     const [dataset] = positionals('export', args, ['dataset']);
+    // Before connecting: a malformed id fails before the embedded emulator starts (and says so).
+    checkDatasetId(dataset);
     const v = args.values;
     const outDir = str(v, 'out-dir');
     if (outDir === undefined || outDir === '')
@@ -104,17 +107,12 @@ export const exportCommand: Command = {
         'export',
       );
     }
-    // Checked before connecting: a typo fails at once, not after starting the embedded emulator.
-    for (const t of given) checkTicker(t, 'ticker');
+    checkTickerArgs(given, 'export');
     const concurrency = int('export', v, 'concurrency', 1, 64);
     const stream = streamOptions(v);
     const overwrite = flag(v, 'overwrite');
     const json = flag(v, 'json');
-    try {
-      await mkdir(outDir, { recursive: true });
-    } catch (err) {
-      throw new LocalError(`cannot create --out-dir ${outDir}: ${systemReason(err)}`, { cause: err });
-    }
+    await makeOutDir(outDir);
 
     const started = performance.now();
     const { client } = await ctx.connect();
@@ -185,6 +183,24 @@ export const exportCommand: Command = {
     return ExitCode.ok;
   },
 };
+
+/**
+ * `--out-dir`: a directory (or a symlink to one: files are only ever made inside it, so following it
+ * replaces nothing), created when missing. Anything else there is refused with what it is.
+ */
+async function makeOutDir(outDir: string): Promise<void> {
+  const what = await stat(outDir).catch(() => undefined);
+  if (what !== undefined && !what.isDirectory()) {
+    throw new LocalError(
+      `cannot use --out-dir ${outDir}: it is a ${kindOf(what)}, not a directory; give a directory (created if missing)`,
+    );
+  }
+  try {
+    await mkdir(outDir, { recursive: true });
+  } catch (err) {
+    throw new LocalError(`cannot create --out-dir ${outDir}: ${systemReason(err)}`, { cause: err });
+  }
+}
 
 function isTicker(id: unknown): boolean {
   try {

@@ -1,9 +1,10 @@
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { RecordBatch } from 'apache-arrow';
-import { SafeFile } from '../../core/safe-file.js';
+import { descriptorOf, type OutputTarget, openOutputTarget } from '../../core/output-target.js';
 import type { StreamOptions } from '../../query/stream-options.js';
 import { unknownTickersMessage } from '../../tickers/coverage.js';
+import { checkDatasetId } from '../../transport/validate.js';
 import { choice, decoderFromEnv, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
 import { CACHE_OPTIONS } from '../connection.js';
@@ -13,7 +14,7 @@ import { FILE_FORMATS, fileFormatOf, LABELS, writerFor } from '../file-formats.j
 import { printJson } from '../print.js';
 import { createProgress } from '../progress.js';
 import { bytes, count, duration } from '../text.js';
-import { readTickers } from '../tickers.js';
+import { checkTickerArgs, readTickers } from '../tickers.js';
 import { cacheNote } from './cache.js';
 
 const WIRE_FORMATS = ['auto', 'json', 'csv', 'xlsx'] as const;
@@ -82,31 +83,36 @@ export const queryCommand: Command = {
   ],
   async run(args, ctx) {
     const [dataset] = positionals('query', args, ['dataset']);
+    // Before connecting: a malformed id fails before the embedded emulator starts (and says so).
+    checkDatasetId(dataset);
     const v = args.values;
     const out = str(v, 'out');
     if (out === undefined || out === '') {
       throw new UsageError('missing --out FILE (e.g. --out aapl.parquet, or --out - for stdout)', 'query');
     }
-    const format = fileFormatOf(out, choice('query', v, 'as', FILE_FORMATS));
+    // `/dev/stdout` is stdout itself: the same checks and the same stream as `-`.
+    const toStdout = out === '-' || descriptorOf(out) === 1;
+    const format = fileFormatOf(toStdout ? '-' : out, choice('query', v, 'as', FILE_FORMATS));
     const json = flag(v, 'json');
-    if (json && out === '-') {
+    if (json && toStdout) {
       throw new UsageError(
         '--json prints a summary on stdout, where --out - writes the data: use one',
         'query',
       );
     }
-    if (out === '-' && ctx.io.stdout.isTTY && format !== 'csv' && format !== 'jsonl') {
+    if (toStdout && ctx.io.stdout.isTTY && format !== 'csv' && format !== 'jsonl') {
       throw new UsageError(
         'refusing to write binary Arrow/Parquet to a terminal: pipe it, or use --as jsonl',
         'query',
       );
     }
     const tickers = await readTickers(v, ctx.io, 'query');
+    checkTickerArgs(tickers, 'query');
     const options = streamOptions(v);
 
     const started = performance.now();
     // Created before anything is requested: an unwritable path fails at once, not after the download.
-    const target = out === '-' ? undefined : await createTarget(out);
+    const target = toStdout ? undefined : await createTarget(out);
     try {
       const { client } = await ctx.connect();
       const fromCache = cacheNote(client, ctx);
@@ -203,15 +209,16 @@ function unknownTickersReport(
   };
 }
 
-async function createTarget(out: string): Promise<SafeFile> {
+/** What --out names, opened by the rules of core/output-target (a file, a FIFO, a device...). */
+async function createTarget(out: string): Promise<OutputTarget> {
   try {
-    return await SafeFile.create(out);
+    return await openOutputTarget(out);
   } catch (err) {
     throw new LocalError(`cannot create ${out}: ${systemReason(err)}`, { cause: err });
   }
 }
 
-async function commitTarget(target: SafeFile): Promise<number> {
+async function commitTarget(target: OutputTarget): Promise<number> {
   try {
     return await target.commit();
   } catch (err) {

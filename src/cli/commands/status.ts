@@ -1,4 +1,5 @@
 /** `dqs status <dataset> <query-id>`: a query's state, as the HEAD check reports it. */
+import { checkDatasetId, checkQueryId } from '../../transport/validate.js';
 import { flag, JSON_OPTION, positionals } from '../args.js';
 import type { Command } from '../command.js';
 import { ExitCode } from '../exit-codes.js';
@@ -17,6 +18,9 @@ export const statusCommand: Command = {
   examples: ['dqs status job_listings 3f2a…(64 hex characters)', 'dqs status job_listings "$QID" --json'],
   async run(args, ctx) {
     const [dataset, queryId] = positionals('status', args, ['dataset', 'query-id']);
+    // Before connecting: malformed ids fail before the embedded emulator starts (and says so).
+    checkDatasetId(dataset);
+    checkQueryId(queryId);
     const { client } = await ctx.connect();
     const status = await client.checkQuery(dataset!, queryId!, { signal: ctx.signal });
     if (flag(args.values, 'json')) {

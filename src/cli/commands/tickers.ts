@@ -1,4 +1,5 @@
 /** `dqs tickers <dataset> <text>`: tickers of a dataset whose id, name or entity matches the text. */
+import { checkDatasetId } from '../../transport/validate.js';
 import { flag, JSON_OPTION, positionals } from '../args.js';
 import type { Command } from '../command.js';
 import { ExitCode } from '../exit-codes.js';
@@ -17,6 +18,8 @@ export const tickersCommand: Command = {
   examples: ['dqs tickers job_listings apple', 'dqs tickers job_listings "" --json | jq -r ".[].id"'],
   async run(args, ctx) {
     const [dataset, text] = positionals('tickers', args, ['dataset', 'text']);
+    // Before connecting: a malformed id fails before the embedded emulator starts (and says so).
+    checkDatasetId(dataset);
     const { client } = await ctx.connect();
     const tickers = await client.searchTickers(dataset!, text!, { signal: ctx.signal });
     if (flag(args.values, 'json')) {
