@@ -87,59 +87,41 @@ function alternatives(forms: Iterable<string>): string {
 interface Masker {
   /** Every spelling, as it stands in a text. */
   readonly whole: RegExp;
-  /** The long spellings with their gaps taken out, for a text with its gaps taken out. */
-  readonly joined: RegExp | undefined;
+  /** The long keys with any number of gaps between their characters. */
+  readonly split: RegExp | undefined;
 }
 
 function maskerFor(list: Iterable<string>): Masker | undefined {
   const keys = [...new Set(list)].filter((k) => k.length > 0);
   if (keys.length === 0) return undefined;
-  const long = keys.filter((k) => k.length >= ANYWHERE_MIN).flatMap(secretForms);
+  const longKeys = keys.filter((k) => k.length >= ANYWHERE_MIN);
+  const long = longKeys.flatMap(secretForms);
   const short = keys.filter((k) => k.length < ANYWHERE_MIN).flatMap(secretForms);
   const parts: string[] = [];
   if (long.length > 0) parts.push(`(?:${alternatives(long)})`);
   if (short.length > 0) parts.push(`(?<![A-Za-z0-9])(?:${alternatives(short)})(?![A-Za-z0-9])`);
   // Any case: a hex key printed upper-case is the same key (masking a little more is harmless).
   const whole = new RegExp(parts.join('|'), 'gi');
-  const joinedForms = long.map((f) => f.replace(GAP, '')).filter((f) => f.length >= ANYWHERE_MIN);
-  const joined = joinedForms.length > 0 ? new RegExp(alternatives(joinedForms), 'gi') : undefined;
-  return { whole, joined };
+  // The regex engine, not a stripped copy of the text, decides what is a gap: a gap's spelling may share
+  // a character with the key (`\0` before a key starting with 0), and only backtracking gets both right.
+  const gap = `(?:${GAP.source})*`;
+  const split =
+    longKeys.length > 0
+      ? new RegExp(longKeys.map((k) => Array.from(k, escapeRegex).join(gap)).join('|'), 'gi')
+      : undefined;
+  return { whole, split };
 }
 
-/**
- * `text` with a key split by gaps masked too: the text without its gaps is searched, and each match is
- * masked from the original position of its first character to that of its last.
- */
-function maskSplit(text: string, joined: RegExp): string {
+/** `text` with a key split by gaps (control characters, terminal sequences, their escapes) masked too. */
+function maskSplit(text: string, split: RegExp): string {
   GAP.lastIndex = 0;
-  if (!GAP.test(text)) return text;
-  const kept: number[] = [];
-  let plain = '';
-  let at = 0;
-  GAP.lastIndex = 0;
-  for (const gap of text.matchAll(GAP)) {
-    for (let i = at; i < gap.index; i++) kept.push(i);
-    plain += text.slice(at, gap.index);
-    at = gap.index + gap[0].length;
-  }
-  for (let i = at; i < text.length; i++) kept.push(i);
-  plain += text.slice(at);
-  const ranges: [number, number][] = [];
-  for (const m of plain.matchAll(joined)) {
-    ranges.push([kept[m.index]!, kept[m.index + m[0].length - 1]! + 1]);
-  }
-  let out = text;
-  for (let i = ranges.length - 1; i >= 0; i--) {
-    const [from, to] = ranges[i]!;
-    out = out.slice(0, from) + MASK + out.slice(to);
-  }
-  return out;
+  return GAP.test(text) ? text.replace(split, MASK) : text;
 }
 
 function mask(text: string, masker: Masker | undefined): string {
   if (!masker) return text;
   const out = text.replace(masker.whole, MASK);
-  return masker.joined ? maskSplit(out, masker.joined) : out;
+  return masker.split ? maskSplit(out, masker.split) : out;
 }
 
 /** `text` with every registered key (and `extra` ones) masked as `***`, in any spelling and any case. */
