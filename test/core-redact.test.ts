@@ -91,7 +91,7 @@ describe('redactSecrets', () => {
           expect(out).toContain(MASK);
         },
       ),
-      { numRuns: 300 },
+      { numRuns: 200 },
     );
   });
 });
