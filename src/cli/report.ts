@@ -36,6 +36,18 @@ function hintFor(err: DqsError, ctx: ReportContext): string {
   switch (err.code) {
     case 'DQS_AUTH':
       return 'Check --api-key or DQS_API_KEY.';
+    case 'DQS_FORBIDDEN':
+      return 'The key is valid but not allowed this; ask for access. `dqs doctor` checks the setup.';
+    case 'DQS_DNS':
+    case 'DQS_CONNECT':
+      return 'Check --base-url or DQS_BASE_URL; `dqs doctor` checks the connection step by step.';
+    case 'DQS_TLS_UNTRUSTED':
+    case 'DQS_TLS_HOSTNAME':
+    case 'DQS_PROXY':
+    case 'DQS_PROXY_AUTH':
+    case 'DQS_NOT_SERVICE':
+      // The message names the fault and its fix; the doctor checks the rest of the way.
+      return '`dqs doctor` checks the connection step by step.';
     case 'DQS_NOT_FOUND':
       return ctx.command === 'status'
         ? 'Check the dataset and query ids (queries of the embedded emulator live only as long as it runs).'

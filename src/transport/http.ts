@@ -4,18 +4,20 @@
  */
 import { constants as bufferConstants } from 'node:buffer';
 import type { Readable } from 'node:stream';
-import { Agent, type Dispatcher, request } from 'undici';
+import { type Dispatcher, request } from 'undici';
 import {
   AbortError,
   AuthenticationError,
   BadRequestError,
   DqsError,
+  ForbiddenError,
   HttpError,
   type HttpErrorDetails,
   InvalidArgumentError,
   NetworkError,
   NotAcceptableError,
   NotFoundError,
+  NotServiceError,
   ProtocolError,
   RateLimitedError,
   type RequestInfo,
@@ -26,11 +28,16 @@ import {
 import { registerSecret } from '../core/redact.js';
 import { VERSION } from '../core/version.js';
 import { CompressionChoice } from './compression-choice.js';
+import { connectionError, isUntrustedCertificate } from './connect-errors.js';
 import { decodeBody, parseContentEncoding } from './content-encoding.js';
+import { createDispatcher } from './dispatcher.js';
 import type { NormalizedClientOptions } from './options.js';
+import { type PeerCertificateInfo, peerCertificate } from './peer-certificate.js';
+import { type ProxyChoice, proxyFor } from './proxy.js';
 import { RateLimiter } from './rate-limiter.js';
 import { type RetryEvent, withRetry } from './retry.js';
 import { parseRetryAfter } from './retry-after.js';
+import { trustedCas } from './trust.js';
 
 export interface HttpRequest {
   readonly method: 'GET' | 'HEAD' | 'POST';
@@ -95,6 +102,8 @@ export class HttpTransport {
   readonly #options: NormalizedClientOptions;
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
+  /** The proxy requests to the service go through (as undici's agents decide it), for messages. */
+  readonly #proxy: ProxyChoice | undefined;
   #token: string | undefined;
   /** Only in `compression: 'auto'`: the per-connection measurement behind each result page's request. */
   readonly #choice: CompressionChoice | undefined;
@@ -125,19 +134,17 @@ export class HttpTransport {
     this.#onRetry = onRetry;
     this.#choice = options.compression.mode === 'auto' ? new CompressionChoice() : undefined;
     this.#ownsDispatcher = options.dispatcher === undefined;
-    this.#dispatcher =
-      options.dispatcher ??
-      new Agent({
-        // Unset: undici opens a connection per request in flight, and the streams' concurrency bounds those.
-        connections: options.connections ?? null,
-        keepAliveTimeout: 10_000,
-        headersTimeout: options.timeoutMs,
-        bodyTimeout: options.timeoutMs,
-      });
+    this.#dispatcher = options.dispatcher ?? createDispatcher(options);
+    this.#proxy = options.dispatcher ? undefined : proxyFor(options.baseUrl, options.proxy, process.env);
   }
 
   get baseUrl(): URL {
     return this.#options.baseUrl;
+  }
+
+  /** The proxy the service is reached through, if any (credentials included: never print `url` whole). */
+  get proxy(): ProxyChoice | undefined {
+    return this.#proxy;
   }
 
   /** The `connections` option: undefined when the number follows the requests in flight. */
@@ -335,7 +342,7 @@ export class HttpTransport {
       });
     } catch (err) {
       done();
-      throw translateError(err, info, controller.signal);
+      throw await this.#connectFailure(err, info, controller.signal);
     }
     if (res.statusCode === 429) this.#forgetAdmitted(sentAt);
     this.#fastestAnswerMs = Math.min(this.#fastestAnswerMs, performance.now() - sentAt);
@@ -387,6 +394,23 @@ export class HttpTransport {
       streaming: () => clearTimeout(timer),
       signal: controller.signal,
     };
+  }
+
+  /**
+   * A failure before any answer: one of the connection faults a person can act on (DNS, refused, TLS,
+   * proxy), else as `translateError`. For a certificate not trusted, its issuer is looked up (a second
+   * handshake, verification still on) so the message can say whether a TLS-inspecting proxy made it.
+   */
+  async #connectFailure(err: unknown, info: RequestInfo, signal: AbortSignal): Promise<DqsError> {
+    if (err instanceof DqsError || signal.aborted) return translateError(err, info, signal);
+    let peer: PeerCertificateInfo | undefined;
+    if (this.#ownsDispatcher && isUntrustedCertificate(err)) {
+      const ca = this.#options.ca ? trustedCas(this.#options.ca) : undefined;
+      peer = await peerCertificate(new URL(info.url), { proxy: this.#proxy?.url, ca, timeoutMs: 5000 }).catch(
+        () => undefined,
+      );
+    }
+    return connectionError(err, info, this.#proxy, peer) ?? translateError(err, info, signal);
   }
 
   /** What `compression: 'auto'` measured on this client's connection so far, in ms per decoded MB. */
@@ -673,11 +697,13 @@ function header(res: HttpResponse, name: string): string | undefined {
 }
 
 /** Reads (at most 64 KiB of) an error body for its `message`, then builds the typed error. */
-export async function errorFromResponse(res: HttpResponse): Promise<HttpError> {
+export async function errorFromResponse(res: HttpResponse): Promise<HttpError | NotServiceError> {
   let serverMessage: string | undefined;
+  let bodyText = '';
   try {
     const buf = await readBounded(res, 64 * 1024);
     const text = buf.toString('utf8');
+    bodyText = text;
     try {
       const parsed = JSON.parse(text) as { message?: unknown };
       if (typeof parsed?.message === 'string') serverMessage = parsed.message;
@@ -696,9 +722,17 @@ export async function errorFromResponse(res: HttpResponse): Promise<HttpError> {
     serverMessage,
   };
   const retryAfterMs = parseRetryAfter(header(res, 'retry-after'));
+  // The service answers errors in JSON; an HTML 404 (or 200, 400...) is a web site or a portal at the
+  // base URL. A gateway's HTML 5xx or 429 page and a 401/403 are still what their status says.
+  const statusSaysIt = res.status >= 500 || res.status === 429 || res.status === 401 || res.status === 403;
+  if (!statusSaysIt && isHtml(header(res, 'content-type'), bodyText)) {
+    return new NotServiceError(res.info, `${res.status} with an HTML page`, res.status);
+  }
   switch (true) {
-    case res.status === 401 || res.status === 403:
+    case res.status === 401:
       return new AuthenticationError(details);
+    case res.status === 403:
+      return new ForbiddenError(details);
     case res.status === 404:
       return new NotFoundError(details);
     case res.status === 406:
@@ -721,4 +755,10 @@ export async function errorFromResponse(res: HttpResponse): Promise<HttpError> {
     default:
       return new HttpError('DQS_HTTP', details);
   }
+}
+
+/** Whether a body is an HTML page (by its type, or by how it starts when the type is missing or wrong). */
+export function isHtml(contentType: string | undefined, text: string): boolean {
+  if (contentType !== undefined && /^\s*text\/html\b/i.test(contentType)) return true;
+  return /^\s*<(!doctype html|html|head|body)\b/i.test(text.slice(0, 200));
 }

@@ -5,8 +5,10 @@ import { registerSecret } from '../core/redact.js';
 import { checkInteger, invalid, invalidSecret, optionalInteger } from '../core/validate.js';
 import { API_VERSION } from '../core/wire.js';
 import { type ContentCoding, isSupportedCoding, SUPPORTED_CODINGS } from './content-encoding.js';
+import { parseProxyUrl } from './proxy.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limiter.js';
 import { type NormalizedRetryOptions, normalizeRetryOptions, type RetryOptions } from './retry.js';
+import { type CaOption, normalizeCa } from './trust.js';
 
 /** Options of `new DatasetClient(options)`. Every member is optional. */
 export interface ClientOptions {
@@ -51,8 +53,23 @@ export interface ClientOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** Sending a key over plain `http://` to a host other than loopback needs this opt-in. @default false */
   readonly allowInsecureHttp?: boolean;
-  /** Use your own undici dispatcher (a proxy agent, a mock agent). `close()` then leaves it open. */
+  /** Use your own undici dispatcher (a mock agent, a custom pool). `close()` then leaves it open. */
   readonly dispatcher?: Dispatcher;
+  /**
+   * The HTTP(S) proxy to reach the service through, e.g. `http://user:pass@proxy.corp:3128` (the
+   * credentials are sent as `Proxy-Authorization` and never printed). `false`: never a proxy, whatever the
+   * environment says. Unset: `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` (or their lower-case forms) decide,
+   * as for other Node tools, through undici's `EnvHttpProxyAgent`.
+   * @default from the environment
+   */
+  readonly proxy?: string | URL | false;
+  /**
+   * Certificate authorities to trust besides Node's own and `NODE_EXTRA_CA_CERTS`: a company root CA, or
+   * the one of a TLS-inspecting proxy. PEM text (several certificates allowed), a Buffer of it, or a list.
+   * Certificates are always verified; there is no option to turn that off.
+   * @default none
+   */
+  readonly ca?: CaOption;
   /**
    * Retries of transient failures (429, 500, 502, 503, 504, resets, timeouts, cut bodies) with backoff and
    * full jitter; `false` turns them off. Listen to the client's `'retry'` event to log them.
@@ -89,6 +106,10 @@ export interface NormalizedClientOptions {
   readonly connections: number | undefined;
   readonly headers: Readonly<Record<string, string>>;
   readonly dispatcher: Dispatcher | undefined;
+  /** A URL: always this proxy; `false`: never; undefined: the environment decides. */
+  readonly proxy: URL | false | undefined;
+  /** Extra trusted CA certificates (PEM), when `ca` was given. */
+  readonly ca: readonly string[] | undefined;
   readonly retry: NormalizedRetryOptions;
   readonly rateLimiter: RateLimiter | undefined;
   readonly compression: NormalizedCompression;
@@ -188,6 +209,17 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     }
     headers[k.toLowerCase()] = String(v);
   }
+  const proxy =
+    options.proxy === undefined || options.proxy === false
+      ? options.proxy
+      : parseProxyUrl(options.proxy as string | URL, 'proxy');
+  const ca = normalizeCa(options.ca);
+  if (options.dispatcher !== undefined && (proxy !== undefined || ca !== undefined)) {
+    throw new InvalidArgumentError(
+      options.proxy !== undefined ? 'proxy' : 'ca',
+      'Expected either `dispatcher` or `proxy`/`ca`: a dispatcher of your own brings its own proxy and CAs',
+    );
+  }
   // From now on every error the library makes masks this key, should a server echo it back.
   if (typeof apiKey === 'string') registerSecret(apiKey);
   return {
@@ -201,6 +233,8 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
       options.connections === undefined ? undefined : checkInteger(options.connections, 'connections', 1),
     headers,
     dispatcher: options.dispatcher,
+    proxy,
+    ca,
     retry: normalizeRetryOptions(options.retry),
     rateLimiter: options.rateLimit ? new RateLimiter(options.rateLimit) : undefined,
     compression: normalizeCompression(options.compression),
