@@ -105,6 +105,8 @@ export class HttpTransport {
   /** The proxy requests to the service go through (as undici's agents decide it), for messages. */
   readonly #proxy: ProxyChoice | undefined;
   #token: string | undefined;
+  /** The `token` provider's call in progress, shared by every request that needs its answer. */
+  #tokenCall: Promise<string> | undefined;
   /** Only in `compression: 'auto'`: the per-connection measurement behind each result page's request. */
   readonly #choice: CompressionChoice | undefined;
   /** The shortest time from sending a request to its response headers so far (ms). */
@@ -163,22 +165,36 @@ export class HttpTransport {
     if (this.#ownsDispatcher) await this.#dispatcher.close();
   }
 
-  async #authorization(refresh: boolean): Promise<string | undefined> {
+  /**
+   * The credential for the next request: the key, or the `token` provider's latest answer. `stale` is
+   * the token a 401 came back for: the provider is asked again only if that is still the latest one,
+   * and once for everyone (single flight): with 64 requests in flight when a token expires, their 64
+   * 401s make one call, and they all wait for its answer.
+   */
+  async #credential(stale?: string): Promise<string | undefined> {
     const provider = this.#options.token;
-    if (provider) {
-      if (refresh || this.#token === undefined) {
-        const token: unknown = await provider();
-        if (typeof token !== 'string' || !/^[\x20-\x7e]+$/.test(token)) {
-          throw new Error(
-            `it returned ${typeof token === 'string' ? 'a string that is not printable ASCII' : typeof token}`,
-          );
-        }
-        registerSecret(token);
-        this.#token = token;
+    if (!provider) return this.#options.apiKey;
+    if (this.#token !== undefined && this.#token !== stale) return this.#token;
+    this.#tokenCall ??= this.#callProvider(provider).finally(() => {
+      this.#tokenCall = undefined;
+    });
+    return this.#tokenCall;
+  }
+
+  async #callProvider(provider: () => string | Promise<string>): Promise<string> {
+    try {
+      const token: unknown = await provider();
+      if (typeof token !== 'string' || !/^[\x20-\x7e]+$/.test(token)) {
+        throw new Error(
+          `it returned ${typeof token === 'string' ? 'a string that is not printable ASCII' : typeof token}`,
+        );
       }
-      return this.#token;
+      registerSecret(token);
+      this.#token = token;
+      return token;
+    } catch (cause) {
+      throw new DqsError('DQS_AUTH', 'The `token` provider failed', { cause });
     }
-    return this.#options.apiKey;
   }
 
   /**
@@ -208,10 +224,11 @@ export class HttpTransport {
   }
 
   async #sendChecked(req: HttpRequest): Promise<HttpResponse> {
-    let res = await this.#sendOnce(req, false);
+    const credential = await this.#credential();
+    let res = await this.#sendOnce(req, credential);
     if (res.status === 401 && this.#options.token) {
       await drain(res);
-      res = await this.#sendOnce(req, true);
+      res = await this.#sendOnce(req, await this.#credential(credential));
     }
     if (res.status >= 200 && res.status < 300) return res;
     if (res.status === 429) this.#learnRateLimit(parseRetryAfter(header(res, 'retry-after')));
@@ -263,7 +280,7 @@ export class HttpTransport {
     return this.#learned?.requests;
   }
 
-  async #sendOnce(req: HttpRequest, refreshToken: boolean): Promise<HttpResponse> {
+  async #sendOnce(req: HttpRequest, credential: string | undefined): Promise<HttpResponse> {
     const url = this.url(req.segments, req.query);
     const info: RequestInfo = { method: req.method, url: url.href };
     const timeoutMs = req.timeoutMs ?? this.#options.timeoutMs;
@@ -312,13 +329,7 @@ export class HttpTransport {
       'x-api-version': this.#options.apiVersion,
       'user-agent': USER_AGENT,
     };
-    try {
-      const auth = await this.#authorization(refreshToken);
-      if (auth !== undefined) headers.authorization = `token ${auth}`;
-    } catch (cause) {
-      done();
-      throw new DqsError('DQS_AUTH', 'The `token` provider failed', { cause });
-    }
+    if (credential !== undefined) headers.authorization = `token ${credential}`;
     let payload: string | null = null;
     if (req.json !== undefined) {
       payload = JSON.stringify(req.json);
