@@ -31,7 +31,8 @@ export function redact(text: string, secrets: readonly string[]): string {
   return redactSecrets(text, secrets);
 }
 
-function hintFor(err: DqsError, ctx: ReportContext): string {
+/** What to do about a library error, as its CLI line ends (`dqs doctor` reuses it). */
+export function hintFor(err: DqsError, ctx: ReportContext): string {
   const help = ctx.command ? `dqs ${ctx.command} --help` : 'dqs --help';
   switch (err.code) {
     case 'DQS_AUTH':

@@ -35,8 +35,8 @@ function name(part: PeerCertificate['issuer'] | undefined): string {
   return [o, cn].filter((x) => typeof x === 'string' && x !== '').join(' / ') || '(unnamed)';
 }
 
-/** Opens a tunnel through an http(s) proxy with CONNECT; resolves with the raw socket. */
-function tunnel(proxy: URL, host: string, port: number, timeoutMs: number): Promise<Socket> {
+/** Opens a tunnel through an http proxy with CONNECT; resolves with the raw socket (rejects with `status` on a refusal). */
+export function tunnel(proxy: URL, host: string, port: number, timeoutMs: number): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { host: `${host}:${port}` };
     if (proxy.username) {
