@@ -25,7 +25,7 @@ import {
   ServerError,
   TimeoutError,
 } from '../core/errors.js';
-import { registerSecret } from '../core/redact.js';
+import { redactSecrets, registerSecret } from '../core/redact.js';
 import { VERSION } from '../core/version.js';
 import { CompressionChoice } from './compression-choice.js';
 import { connectionError, isUntrustedCertificate } from './connect-errors.js';
@@ -33,7 +33,7 @@ import { decodeBody, parseContentEncoding } from './content-encoding.js';
 import { createDispatcher } from './dispatcher.js';
 import type { NormalizedClientOptions } from './options.js';
 import { type PeerCertificateInfo, peerCertificate } from './peer-certificate.js';
-import { type ProxyChoice, proxyFor } from './proxy.js';
+import { displayProxy, type ProxyChoice, proxyFor } from './proxy.js';
 import { RateLimiter } from './rate-limiter.js';
 import { type RetryEvent, withRetry } from './retry.js';
 import { parseRetryAfter } from './retry-after.js';
@@ -113,6 +113,8 @@ export class HttpTransport {
   #fastestAnswerMs = Number.POSITIVE_INFINITY;
 
   readonly #onRetry: (event: RetryEvent) => void;
+  /** The logger's `debug`, masked; undefined without one, so a request formats nothing. */
+  readonly #debug: ((line: string) => void) | undefined;
   /** Send times of the requests sent in the last minute and not refused (to learn a rate limit). */
   #admitted: number[] = [];
   #learned: RateLimiter | undefined;
@@ -133,11 +135,27 @@ export class HttpTransport {
 
   constructor(options: NormalizedClientOptions, onRetry: (event: RetryEvent) => void = () => {}) {
     this.#options = options;
-    this.#onRetry = onRetry;
+    const log = options.logger;
+    this.#onRetry = log?.warn
+      ? (event) => {
+          log.warn!(
+            redactSecrets(
+              `dqs-client: ${event.what} failed (${event.error.code}); retry ${event.attempt} in ${Math.round(event.delayMs)} ms: ${event.error.message}`,
+            ),
+          );
+          onRetry(event);
+        }
+      : onRetry;
+    this.#debug = log?.debug ? (line) => log.debug!(redactSecrets(`dqs-client: ${line}`)) : undefined;
     this.#choice = options.compression.mode === 'auto' ? new CompressionChoice() : undefined;
     this.#ownsDispatcher = options.dispatcher === undefined;
     this.#dispatcher = options.dispatcher ?? createDispatcher(options);
     this.#proxy = options.dispatcher ? undefined : proxyFor(options.baseUrl, options.proxy, process.env);
+    if (this.#proxy) {
+      log?.info?.(
+        `dqs-client: requests to ${options.baseUrl.origin} go through the proxy ${displayProxy(this.#proxy.url)} (from ${this.#proxy.source})`,
+      );
+    }
   }
 
   get baseUrl(): URL {
@@ -356,6 +374,9 @@ export class HttpTransport {
       throw await this.#connectFailure(err, info, controller.signal);
     }
     if (res.statusCode === 429) this.#forgetAdmitted(sentAt);
+    this.#debug?.(
+      `${req.method} ${url.href} -> ${res.statusCode} in ${Math.round(performance.now() - sentAt)} ms`,
+    );
     this.#fastestAnswerMs = Math.min(this.#fastestAnswerMs, performance.now() - sentAt);
     // Asked or not, a body with a Content-Encoding is inflated; one we cannot decode fails here, unread.
     let codings: string[] = [];

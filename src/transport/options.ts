@@ -71,6 +71,13 @@ export interface ClientOptions {
    */
   readonly ca?: CaOption;
   /**
+   * Where the library's own messages go, in the shape of pino or `console` (any of `debug`, `info`,
+   * `warn`, `error`): `info` the proxy in use, `warn` each retry with its reason, `debug` each request
+   * with its status and time. Each call gets one string; the key and proxy credentials are masked.
+   * @default none (nothing is formatted)
+   */
+  readonly logger?: Logger;
+  /**
    * Retries of transient failures (429, 500, 502, 503, 504, resets, timeouts, cut bodies) with backoff and
    * full jitter; `false` turns them off. Listen to the client's `'retry'` event to log them.
    * @default { retries: 4, minDelayMs: 250, maxDelayMs: 15_000, deadlineMs: 120_000 }
@@ -88,6 +95,31 @@ export interface ClientOptions {
    * @default 'auto'
    */
   readonly compression?: boolean | 'auto' | readonly ContentCoding[];
+}
+
+/** A logger of the pino / `console` shape; the methods the library calls, each optional. */
+export interface Logger {
+  debug?(message: string): unknown;
+  info?(message: string): unknown;
+  warn?(message: string): unknown;
+  error?(message: string): unknown;
+}
+
+const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+
+function normalizeLogger(value: unknown): Logger | undefined {
+  if (value === undefined) return undefined;
+  const o = value as Record<string, unknown> | null;
+  if (o === null || typeof o !== 'object' || !LOG_LEVELS.some((l) => typeof o[l] === 'function')) {
+    throw invalid('logger', 'an object with debug/info/warn/error methods (pino, console)', value);
+  }
+  // Bound once: pino's and console's methods need their `this`.
+  const logger: { -readonly [K in keyof Logger]: Logger[K] } = {};
+  for (const level of LOG_LEVELS) {
+    const fn = o[level];
+    if (typeof fn === 'function') logger[level] = (message: string) => fn.call(o, message);
+  }
+  return logger;
 }
 
 /** Asking for compression: whether and how (the `Accept-Encoding` value). */
@@ -110,6 +142,7 @@ export interface NormalizedClientOptions {
   readonly proxy: URL | false | undefined;
   /** Extra trusted CA certificates (PEM), when `ca` was given. */
   readonly ca: readonly string[] | undefined;
+  readonly logger: Logger | undefined;
   readonly retry: NormalizedRetryOptions;
   readonly rateLimiter: RateLimiter | undefined;
   readonly compression: NormalizedCompression;
@@ -235,6 +268,7 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     dispatcher: options.dispatcher,
     proxy,
     ca,
+    logger: normalizeLogger(options.logger),
     retry: normalizeRetryOptions(options.retry),
     rateLimiter: options.rateLimit ? new RateLimiter(options.rateLimit) : undefined,
     compression: normalizeCompression(options.compression),
