@@ -134,6 +134,16 @@ describe('proxies', () => {
     }
   });
 
+  it('HTTPS_PROXY without a scheme (`127.0.0.1:PORT`, as curl takes it) is an http proxy', async () => {
+    clearProxyEnv();
+    const proxy = await startProxy();
+    process.env.HTTPS_PROXY = `127.0.0.1:${proxy.port}`;
+    process.env.HTTP_PROXY = `127.0.0.1:${proxy.port}`;
+    const { client } = await setup();
+    await client.listDatasets();
+    expect(proxy.connects.length).toBe(1);
+  });
+
   it('a proxy that is down: DQS_PROXY naming the proxy and where the setting came from', async () => {
     clearProxyEnv();
     const proxy = await startProxy();
@@ -150,9 +160,9 @@ describe('proxies', () => {
   });
 
   it('an invalid proxy URL is refused at construction, its text not echoed', () => {
-    expect(() => new DatasetClient({ baseUrl: 'http://127.0.0.1:1', proxy: 'http//pw-secret@' })).toThrow(
-      /Invalid `proxy`: Expected a proxy URL/,
-    );
+    expect(
+      () => new DatasetClient({ baseUrl: 'http://127.0.0.1:1', proxy: 'http://pw-secret@[bad' }),
+    ).toThrow(/Invalid `proxy`: Expected a proxy URL/);
     expect(() => new DatasetClient({ baseUrl: 'http://127.0.0.1:1', proxy: 'socks4://h:1' })).toThrow(
       /http: or https: proxy URL/,
     );

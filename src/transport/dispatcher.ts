@@ -4,7 +4,7 @@
  * `EnvHttpProxyAgent`; with no proxy anywhere, a plain `Agent` (nothing to decide per request).
  */
 import { Agent, type Dispatcher, EnvHttpProxyAgent, ProxyAgent } from 'undici';
-import { hasProxyEnv } from './proxy.js';
+import { envProxies, hasProxyEnv } from './proxy.js';
 import { trustedCas } from './trust.js';
 
 export interface DispatcherSettings {
@@ -29,6 +29,8 @@ export function createDispatcher(settings: DispatcherSettings, env = process.env
   // Through a proxy: `requestTls` is the service's TLS inside the tunnel, `proxyTls` an https proxy's.
   const proxied = { ...agent, ...(tls ? { requestTls: tls, proxyTls: tls } : {}) };
   if (settings.proxy instanceof URL) return new ProxyAgent({ ...proxied, uri: settings.proxy.href });
-  if (settings.proxy === undefined && hasProxyEnv(env)) return new EnvHttpProxyAgent(proxied);
+  if (settings.proxy === undefined && hasProxyEnv(env)) {
+    return new EnvHttpProxyAgent({ ...proxied, ...envProxies(env) });
+  }
   return new Agent(agent);
 }

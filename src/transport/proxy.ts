@@ -20,8 +20,11 @@ const DEFAULT_PORTS: Readonly<Record<string, number>> = { 'http:': 80, 'https:':
 /** A proxy URL as given (`proxy` option, `--proxy`, an environment variable), checked. */
 export function parseProxyUrl(value: string | URL, name: string): URL {
   let url: URL;
+  // `proxy.corp:3128`, without a scheme, is how many set HTTPS_PROXY (curl takes it): an http proxy.
+  const text = String(value);
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`;
   try {
-    url = new URL(String(value));
+    url = new URL(withScheme);
   } catch {
     // The value may hold a password: it is not quoted back.
     throw new InvalidArgumentError(name, 'Expected a proxy URL such as http://proxy.example.com:3128');
@@ -85,6 +88,20 @@ export function bypassesProxy(target: URL, noProxy: string): boolean {
 /** Whether any proxy variable is set: only then is undici's `EnvHttpProxyAgent` needed at all. */
 export function hasProxyEnv(env: NodeJS.ProcessEnv): boolean {
   return envProxy('https:', env) !== undefined;
+}
+
+/**
+ * The proxies of the environment, checked and with a scheme, for `EnvHttpProxyAgent`'s `httpProxy` and
+ * `httpsProxy` (it would take a scheme-less `proxy.corp:3128` as a URL of scheme `proxy.corp:`). It
+ * still reads `NO_PROXY` itself.
+ */
+export function envProxies(env: NodeJS.ProcessEnv): { httpProxy?: string; httpsProxy?: string } {
+  const http = envProxy('http:', env);
+  const https = envProxy('https:', env);
+  return {
+    ...(http ? { httpProxy: parseProxyUrl(http.value, http.name).href } : {}),
+    ...(https ? { httpsProxy: parseProxyUrl(https.value, https.name).href } : {}),
+  };
 }
 
 /**
