@@ -3,6 +3,7 @@
  * process), `--proxy` and HTTPS_PROXY with a real forward proxy, and one line with its exit code for a
  * certificate not trusted or a proxy that refuses credentials (never printed).
  */
+import { rmSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createProxy } from 'proxy';
@@ -30,6 +31,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  rmSync(pki.dir, { recursive: true, force: true });
   await emu.close();
   proxyServer.closeAllConnections();
   await new Promise((r) => proxyServer.close(r));

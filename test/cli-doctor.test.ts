@@ -2,6 +2,7 @@
  * `dqs doctor` finds each planted fault and says the fix: the proxy down, the CA missing, a wrong key, a
  * URL that is not the service; and passes every check when all is right, `--json` without the key.
  */
+import { rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,6 +28,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  rmSync(pki.dir, { recursive: true, force: true });
   await emu.close();
   site.closeAllConnections();
   await new Promise((r) => site.close(r));
