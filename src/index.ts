@@ -39,10 +39,13 @@ export {
   AbortError,
   AuthenticationError,
   BadRequestError,
+  ConnectionError,
+  type ConnectionErrorCode,
   ContentEncodingError,
   DecodeError,
   DqsError,
   type DqsErrorCode,
+  ForbiddenError,
   FormatNotOfferedError,
   HttpError,
   InvalidArgumentError,
@@ -51,6 +54,7 @@ export {
   NetworkError,
   NotAcceptableError,
   NotFoundError,
+  NotServiceError,
   type PageRef,
   ProtocolError,
   QueryFailedError,
@@ -101,6 +105,6 @@ export type { ConcurrencyChange } from './query/scheduler.js';
 export type { StreamOptions } from './query/stream-options.js';
 export { type CheckTickersMode, unknownTickers } from './tickers/coverage.js';
 export type { CallOptions, PageRequest, RawPageRequest } from './transport/endpoints.js';
-export type { ClientOptions } from './transport/options.js';
+export type { ClientOptions, Logger } from './transport/options.js';
 export type { RateLimitOptions } from './transport/rate-limiter.js';
 export type { RetryEvent, RetryOptions } from './transport/retry.js';

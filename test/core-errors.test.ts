@@ -14,6 +14,7 @@ const samples: Record<string, [api.DqsError, api.DqsErrorCode]> = {
   BadRequestError: [new api.BadRequestError(details), 'DQS_BAD_REQUEST'],
   ContentEncodingError: [new api.ContentEncodingError('not gzip', 'gzip', info), 'DQS_PROTOCOL'],
   DecodeError: [new api.DecodeError('not a page'), 'DQS_DECODE'],
+  ForbiddenError: [new api.ForbiddenError({ ...details, status: 403 }), 'DQS_FORBIDDEN'],
   FormatNotOfferedError: [new api.FormatNotOfferedError('csv', ['text/csv']), 'DQS_FORMAT_NOT_OFFERED'],
   InvalidArgumentError: [new api.InvalidArgumentError('pageSize', 'no'), 'DQS_INVALID_ARGUMENT'],
   InvalidValueError: [new api.InvalidValueError('a number', 'x'), 'DQS_INVALID_VALUE'],
@@ -24,6 +25,7 @@ const samples: Record<string, [api.DqsError, api.DqsErrorCode]> = {
   NetworkError: [new api.NetworkError(info, 'reset'), 'DQS_NETWORK'],
   NotAcceptableError: [new api.NotAcceptableError({ ...details, status: 406 }), 'DQS_NOT_ACCEPTABLE'],
   NotFoundError: [new api.NotFoundError({ ...details, status: 404 }), 'DQS_NOT_FOUND'],
+  NotServiceError: [new api.NotServiceError(info, 'with an HTML page'), 'DQS_NOT_SERVICE'],
   ProtocolError: [new api.ProtocolError('bad start', info), 'DQS_PROTOCOL'],
   QueryFailedError: [
     new api.QueryFailedError({ state: 'failed', datasetId: 'job_listings', queryId: 'a'.repeat(64) }),
@@ -36,8 +38,11 @@ const samples: Record<string, [api.DqsError, api.DqsErrorCode]> = {
   TimeoutError: [new api.TimeoutError('GET', 5), 'DQS_TIMEOUT'],
   TruncatedError: [new api.TruncatedError(500_000), 'DQS_TRUNCATED'],
 };
-/** Bases whose code is the subclass's (or, used directly, a generic one). */
-const bases = ['DqsError', 'HttpError'];
+/**
+ * Bases whose code is the subclass's (or, used directly, a generic one), and ConnectionError, whose code
+ * names the fault (DQS_DNS, DQS_CONNECT, DQS_TLS_*, DQS_PROXY*: transport-connect-errors.test.ts).
+ */
+const bases = ['DqsError', 'HttpError', 'ConnectionError'];
 
 const exportedErrorClasses = Object.entries(api).filter(
   ([, value]) => typeof value === 'function' && value.prototype instanceof Error,

@@ -60,6 +60,16 @@ export const CONNECTION_OPTIONS: OptionSpecs = {
     type: 'boolean',
     help: 'Allow sending the key over plain http:// to a host other than this machine.',
   },
+  proxy: {
+    type: 'string',
+    arg: 'URL',
+    help: 'HTTP(S) proxy, e.g. http://user:pass@proxy:3128 (default: $HTTPS_PROXY/$HTTP_PROXY, less $NO_PROXY).',
+  },
+  'ca-file': {
+    type: 'string',
+    arg: 'PATH',
+    help: "Also trust the CA certificates (PEM) in PATH, e.g. your company's root CA. Or NODE_EXTRA_CA_CERTS.",
+  },
 };
 
 export const JSON_OPTION: OptionSpecs = {

@@ -38,6 +38,10 @@ export type ConnectionSettings =
       readonly cache: CacheSetting;
       /** `--timeout` in ms; undefined: the library's default. */
       readonly timeoutMs: number | undefined;
+      /** `--proxy`; unset, the library reads HTTPS_PROXY / HTTP_PROXY / NO_PROXY. */
+      readonly proxy: string | undefined;
+      /** `--ca-file`, for messages and `dqs doctor`. */
+      readonly caFile: string | undefined;
     }
   | { readonly kind: 'embedded'; readonly timeoutMs: number | undefined };
 
@@ -80,6 +84,8 @@ export function resolveConnection(
     baseUrl,
     apiKey: nonEmpty(str(values, 'api-key')) ?? nonEmpty(fileKey) ?? nonEmpty(env.DQS_API_KEY),
     allowInsecureHttp: flag(values, 'allow-insecure-http'),
+    proxy: nonEmpty(str(values, 'proxy')),
+    caFile: nonEmpty(str(values, 'ca-file')),
     cache: dir === undefined ? { mode: 'off' } : { mode: refresh ? 'refresh' : 'use', dir },
     timeoutMs,
   };
@@ -87,7 +93,38 @@ export function resolveConnection(
 
 /** The secrets to keep out of every line the CLI prints. */
 export function secretsOf(values: Values, env: NodeJS.ProcessEnv, fileKey?: string): string[] {
-  return [str(values, 'api-key'), fileKey, env.DQS_API_KEY].filter((s): s is string => !!s && s.length > 0);
+  const proxies = [str(values, 'proxy'), env.https_proxy, env.HTTPS_PROXY, env.http_proxy, env.HTTP_PROXY];
+  return [str(values, 'api-key'), fileKey, env.DQS_API_KEY, ...proxies.flatMap(proxyPassword)].filter(
+    (s): s is string => !!s && s.length > 0,
+  );
+}
+
+/** The password of a proxy URL (`http://user:PASSWORD@host`), in both spellings: never printed. */
+function proxyPassword(url: string | undefined): string[] {
+  if (!url) return [];
+  try {
+    const { password } = new URL(url);
+    return password ? [password, decodeURIComponent(password)] : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The certificates of `--ca-file PATH` (PEM, one or several), read here so a missing file is a local
+ * error naming the flag.
+ */
+export async function readCaFile(path: string): Promise<string> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new LocalError(`cannot read --ca-file ${path}: ${systemReason(err)}`, { cause: err });
+  }
+  if (!text.includes('-----BEGIN CERTIFICATE-----')) {
+    throw new UsageError(`--ca-file ${path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+  }
+  return text;
 }
 
 /**
@@ -131,6 +168,8 @@ export async function openConnection(
       // Explicit, so the library does not fall back on DQS_API_KEY when the user gave no key.
       apiKey: settings.apiKey ?? '',
       ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
+      ...(settings.proxy !== undefined ? { proxy: settings.proxy } : {}),
+      ...(settings.caFile !== undefined ? { ca: await readCaFile(settings.caFile) } : {}),
       ...(settings.cache.mode === 'off'
         ? {}
         : { cache: { dir: settings.cache.dir, refresh: settings.cache.mode === 'refresh' } }),
@@ -142,9 +181,11 @@ export async function openConnection(
   // (`dqs query job_listings --out x.arrow`: peak RSS 604 MB with it, 446 MB without). One client on
   // loopback: no connection waits to be accepted, so no helper process for a wide accept either.
   const emulator = await startEmulator({ port: 0, pageCacheSize: 0, acceptWidth: 1 });
+  // `proxy: false`: a company proxy from HTTPS_PROXY cannot reach this process's own emulator.
   const client = new DatasetClient({
     baseUrl: emulator.url,
     apiKey: emulator.apiKey,
+    proxy: false,
     ...(settings.timeoutMs !== undefined ? { timeoutMs: settings.timeoutMs } : {}),
   });
   notice(`no DQS_BASE_URL given; using the embedded emulator at ${emulator.url} (synthetic data)`);

@@ -32,6 +32,7 @@ export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 const BY_CODE: Readonly<Record<DqsErrorCode, ExitCodeValue>> = {
   DQS_INVALID_ARGUMENT: ExitCode.usage,
   DQS_AUTH: ExitCode.auth,
+  DQS_FORBIDDEN: ExitCode.auth,
   DQS_NOT_FOUND: ExitCode.notFound,
   DQS_NOT_ACCEPTABLE: ExitCode.service,
   DQS_BAD_REQUEST: ExitCode.service,
@@ -40,9 +41,18 @@ const BY_CODE: Readonly<Record<DqsErrorCode, ExitCodeValue>> = {
   DQS_HTTP: ExitCode.service,
   DQS_TIMEOUT: ExitCode.service,
   DQS_NETWORK: ExitCode.service,
+  // Connection faults (docs/reliability.md): the service could not be reached, as DQS_NETWORK.
+  DQS_DNS: ExitCode.service,
+  DQS_CONNECT: ExitCode.service,
+  DQS_TLS_UNTRUSTED: ExitCode.service,
+  DQS_TLS_HOSTNAME: ExitCode.service,
+  DQS_PROXY: ExitCode.service,
+  DQS_PROXY_AUTH: ExitCode.service,
   DQS_FORMAT_NOT_OFFERED: ExitCode.service,
   DQS_ABORTED: ExitCode.interrupted,
   DQS_PROTOCOL: ExitCode.protocol,
+  // An HTML page where the service sends JSON: an answer that cannot be read, at a wrong base URL.
+  DQS_NOT_SERVICE: ExitCode.protocol,
   DQS_RESPONSE_TOO_LARGE: ExitCode.protocol,
   DQS_DECODE: ExitCode.protocol,
   DQS_INVALID_VALUE: ExitCode.protocol,

@@ -52,11 +52,24 @@ function isListing(err: DqsError): boolean {
   }
 }
 
-function hintFor(err: DqsError, ctx: ReportContext): string {
+/** What to do about a library error, as its CLI line ends (`dqs doctor` reuses it). */
+export function hintFor(err: DqsError, ctx: ReportContext): string {
   const help = ctx.command ? `dqs ${ctx.command} --help` : 'dqs --help';
   switch (err.code) {
     case 'DQS_AUTH':
       return 'Check --api-key or DQS_API_KEY.';
+    case 'DQS_FORBIDDEN':
+      return 'The key is valid but not allowed this; ask for access. `dqs doctor` checks the setup.';
+    case 'DQS_DNS':
+    case 'DQS_CONNECT':
+      return 'Check --base-url or DQS_BASE_URL; `dqs doctor` checks the connection step by step.';
+    case 'DQS_TLS_UNTRUSTED':
+    case 'DQS_TLS_HOSTNAME':
+    case 'DQS_PROXY':
+    case 'DQS_PROXY_AUTH':
+    case 'DQS_NOT_SERVICE':
+      // The message names the fault and its fix; the doctor checks the rest of the way.
+      return '`dqs doctor` checks the connection step by step.';
     case 'DQS_NOT_FOUND':
       if (isListing(err)) {
         return 'The address answers, but has no dataset list: check the path in --base-url or DQS_BASE_URL.';

@@ -11,6 +11,7 @@ import { redactError, redactSecrets } from './redact.js';
 export type DqsErrorCode =
   | 'DQS_INVALID_ARGUMENT'
   | 'DQS_AUTH'
+  | 'DQS_FORBIDDEN'
   | 'DQS_NOT_FOUND'
   | 'DQS_NOT_ACCEPTABLE'
   | 'DQS_BAD_REQUEST'
@@ -20,6 +21,13 @@ export type DqsErrorCode =
   | 'DQS_TIMEOUT'
   | 'DQS_ABORTED'
   | 'DQS_NETWORK'
+  | 'DQS_DNS'
+  | 'DQS_CONNECT'
+  | 'DQS_TLS_UNTRUSTED'
+  | 'DQS_TLS_HOSTNAME'
+  | 'DQS_PROXY'
+  | 'DQS_PROXY_AUTH'
+  | 'DQS_NOT_SERVICE'
   | 'DQS_PROTOCOL'
   | 'DQS_RESPONSE_TOO_LARGE'
   | 'DQS_DECODE'
@@ -112,10 +120,24 @@ export class HttpError extends DqsError {
   }
 }
 
-/** 401 or 403: the key (or token) is missing, wrong, or not allowed this resource. */
+/**
+ * 401 (`DQS_AUTH`): the key (or token) is missing, wrong or expired. A 403 is a `ForbiddenError`, a
+ * subclass: the key was accepted, the resource is not allowed to it.
+ */
 export class AuthenticationError extends HttpError {
+  constructor(details: HttpErrorDetails, code: 'DQS_AUTH' | 'DQS_FORBIDDEN' = 'DQS_AUTH', hint?: string) {
+    super(code, details, hint ?? 'the key was refused: check `apiKey`, `token` or DQS_API_KEY');
+  }
+}
+
+/** 403 (`DQS_FORBIDDEN`): the service knows the key but does not let it read this resource. */
+export class ForbiddenError extends AuthenticationError {
   constructor(details: HttpErrorDetails) {
-    super('DQS_AUTH', details, 'check the API key: `apiKey`, `token` or DQS_API_KEY');
+    super(
+      details,
+      'DQS_FORBIDDEN',
+      'the key is valid but not allowed this resource: ask for access, or use a key that has it',
+    );
   }
 }
 
@@ -184,10 +206,67 @@ export class AbortError extends DqsError {
 export class NetworkError extends DqsError {
   readonly method: string;
   readonly url: string;
-  constructor(info: RequestInfo, reason: string, options?: { cause?: unknown }) {
-    super('DQS_NETWORK', `${info.method} ${info.url} failed: ${reason}`, options);
+  constructor(
+    info: RequestInfo,
+    reason: string,
+    options?: { cause?: unknown; code?: ConnectionErrorCode | 'DQS_NETWORK' },
+  ) {
+    super(options?.code ?? 'DQS_NETWORK', `${info.method} ${info.url} failed: ${reason}`, options);
     this.method = info.method;
     this.url = info.url;
+  }
+}
+
+/** The connection faults a person can act on, each with its own code (docs/reliability.md has the table). */
+export type ConnectionErrorCode =
+  | 'DQS_DNS'
+  | 'DQS_CONNECT'
+  | 'DQS_TLS_UNTRUSTED'
+  | 'DQS_TLS_HOSTNAME'
+  | 'DQS_PROXY'
+  | 'DQS_PROXY_AUTH';
+
+/**
+ * No connection to the service could be made, for a reason the message names with what to do: the host
+ * name does not resolve (`DQS_DNS`), the connection was refused or timed out (`DQS_CONNECT`), the
+ * certificate is not trusted (`DQS_TLS_UNTRUSTED`) or is for another name (`DQS_TLS_HOSTNAME`), the proxy
+ * failed (`DQS_PROXY`) or wants credentials (`DQS_PROXY_AUTH`). A `NetworkError`, so code that caught
+ * those still does; only `DQS_CONNECT`, a proxy's `DQS_PROXY` and a temporary DNS failure are retried.
+ */
+export class ConnectionError extends NetworkError {
+  /** The host (and port) the client tried to reach: the service's, or the proxy's. */
+  readonly host: string;
+  /** The proxy the connection went through, without credentials; undefined for a direct connection. */
+  readonly proxy: string | undefined;
+  /** Whether another attempt may succeed (a refused connection, a DNS server that timed out). */
+  readonly transient: boolean;
+  constructor(
+    code: ConnectionErrorCode,
+    info: RequestInfo,
+    reason: string,
+    details: { host: string; proxy?: string | undefined; transient: boolean; cause?: unknown },
+  ) {
+    super(info, reason, { code, cause: details.cause });
+    this.host = details.host;
+    this.proxy = details.proxy;
+    this.transient = details.transient;
+  }
+}
+
+/**
+ * The base URL answers, but not as the Dataset Query Service: an HTML page (a portal, a proxy's block
+ * page, a web site) where the service sends JSON. Not retried: the address is wrong.
+ */
+export class NotServiceError extends DqsError {
+  readonly url: string;
+  readonly status: number | undefined;
+  constructor(info: RequestInfo, what: string, status?: number) {
+    super(
+      'DQS_NOT_SERVICE',
+      `${info.method} ${info.url} answered ${what}, not the Dataset Query Service: check baseUrl (DQS_BASE_URL), or whether a proxy answered in its place`,
+    );
+    this.url = info.url;
+    this.status = status;
   }
 }
 

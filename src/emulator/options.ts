@@ -157,6 +157,18 @@ export interface EmulatorOptions {
    * @default 128
    */
   readonly acceptWidth?: number;
+  /**
+   * Serve HTTPS with this certificate and key (PEM), as a deployment behind TLS does: tests of company CAs
+   * and certificate errors make a throwaway CA and a server certificate for it. The URL is then https:.
+   * @default undefined (plain HTTP)
+   */
+  readonly tls?: TlsOptions;
+}
+
+/** A server certificate (its chain may follow it) and its private key, PEM. */
+export interface TlsOptions {
+  readonly cert: string | Buffer;
+  readonly key: string | Buffer;
 }
 
 export interface CompressionOptions {
@@ -202,9 +214,10 @@ export interface NormalizedOptions {
   readonly headersTimeoutMs: number;
   readonly requestTimeoutMs: number;
   readonly acceptWidth: number;
+  readonly tls: TlsOptions | undefined;
 }
 
-export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault' | 'compression'> = Object.freeze({
+export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault' | 'compression' | 'tls'> = Object.freeze({
   host: '127.0.0.1',
   port: 0,
   apiKey: 'demo',
@@ -233,7 +246,19 @@ export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault' | 'compression'> =
   acceptWidth: 128,
 });
 
-const KNOWN = new Set<string>([...Object.keys(DEFAULT_OPTIONS), 'fault', 'compression']);
+const KNOWN = new Set<string>([...Object.keys(DEFAULT_OPTIONS), 'fault', 'compression', 'tls']);
+
+function tlsOptions(value: unknown): TlsOptions | undefined {
+  if (value === undefined) return undefined;
+  const o = value as Partial<TlsOptions> | null;
+  const pem = (v: unknown) =>
+    (typeof v === 'string' || Buffer.isBuffer(v)) && String(v).includes('-----BEGIN');
+  if (o === null || typeof o !== 'object' || !pem(o.cert) || !pem(o.key)) {
+    // Not described: a private key is not quoted back.
+    throw new InvalidArgumentError('tls', 'Expected { cert, key }, each PEM text or a Buffer of it');
+  }
+  return { cert: o.cert!, key: o.key! };
+}
 
 function fail(name: string, expected: string, value: unknown): never {
   throw new InvalidArgumentError(name, `Expected ${expected}, got ${describeValue(value)}`);
@@ -381,6 +406,7 @@ export function normalizeOptions(options: EmulatorOptions = {}): NormalizedOptio
       Number.MAX_SAFE_INTEGER,
     ),
     fault,
+    tls: tlsOptions(options.tls),
     compression: compression(options.compression),
     latencyMs: milliseconds('latencyMs', options.latencyMs, d.latencyMs),
     pageTimeMs: milliseconds('pageTimeMs', options.pageTimeMs, d.pageTimeMs),

@@ -3,6 +3,7 @@
  * every request runs inside one try/catch and malformed HTTP is answered by `clientError`.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { encodeReply } from './encode.js';
@@ -122,7 +123,7 @@ class EmulatorServer implements Emulator {
       builder: new PageBuilder(),
       pagesInFlight: { rows: 0, shed: 0 },
     };
-    this.#server = createServer({
+    const serverOptions = {
       headersTimeout: options.headersTimeoutMs,
       requestTimeout: Math.max(options.requestTimeoutMs, options.headersTimeoutMs),
       // How often Node looks for late requests: a quarter of the shorter timeout, so a 408 comes on time.
@@ -130,7 +131,10 @@ class EmulatorServer implements Emulator {
         50,
         Math.min(options.headersTimeoutMs, options.requestTimeoutMs) / 4,
       ),
-    });
+    };
+    this.#server = options.tls
+      ? createHttpsServer({ ...serverOptions, cert: options.tls.cert, key: options.tls.key })
+      : createServer(serverOptions);
     this.#minute = options.requestsPerMinute > 0 ? new MinuteWindow(options.requestsPerMinute) : undefined;
     this.#totalPacer = options.totalBytesPerSecond > 0 ? new Pacer(options.totalBytesPerSecond) : undefined;
     this.#server.on('connection', (socket: Socket) => {
@@ -160,7 +164,7 @@ class EmulatorServer implements Emulator {
   }
 
   get url(): string {
-    return `http://${urlHost(this.#options.host)}:${this.#port}${this.#options.basePath}`;
+    return `${this.#options.tls ? 'https' : 'http'}://${urlHost(this.#options.host)}:${this.#port}${this.#options.basePath}`;
   }
 
   get apiKey(): string {

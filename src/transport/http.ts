@@ -4,18 +4,20 @@
  */
 import { constants as bufferConstants } from 'node:buffer';
 import type { Readable } from 'node:stream';
-import { Agent, type Dispatcher, request } from 'undici';
+import { type Dispatcher, request } from 'undici';
 import {
   AbortError,
   AuthenticationError,
   BadRequestError,
   DqsError,
+  ForbiddenError,
   HttpError,
   type HttpErrorDetails,
   InvalidArgumentError,
   NetworkError,
   NotAcceptableError,
   NotFoundError,
+  NotServiceError,
   ProtocolError,
   RateLimitedError,
   type RequestInfo,
@@ -23,14 +25,19 @@ import {
   ServerError,
   TimeoutError,
 } from '../core/errors.js';
-import { registerSecret } from '../core/redact.js';
+import { redactSecrets, registerSecret } from '../core/redact.js';
 import { VERSION } from '../core/version.js';
 import { CompressionChoice } from './compression-choice.js';
+import { connectionError, isUntrustedCertificate } from './connect-errors.js';
 import { decodeBody, parseContentEncoding } from './content-encoding.js';
+import { createDispatcher } from './dispatcher.js';
 import type { NormalizedClientOptions } from './options.js';
+import { type PeerCertificateInfo, peerCertificate } from './peer-certificate.js';
+import { displayProxy, type ProxyChoice, proxyFor } from './proxy.js';
 import { RateLimiter } from './rate-limiter.js';
 import { type RetryEvent, withRetry } from './retry.js';
 import { parseRetryAfter } from './retry-after.js';
+import { trustedCas } from './trust.js';
 
 export interface HttpRequest {
   readonly method: 'GET' | 'HEAD' | 'POST';
@@ -95,13 +102,19 @@ export class HttpTransport {
   readonly #options: NormalizedClientOptions;
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
+  /** The proxy requests to the service go through (as undici's agents decide it), for messages. */
+  readonly #proxy: ProxyChoice | undefined;
   #token: string | undefined;
+  /** The `token` provider's call in progress, shared by every request that needs its answer. */
+  #tokenCall: Promise<string> | undefined;
   /** Only in `compression: 'auto'`: the per-connection measurement behind each result page's request. */
   readonly #choice: CompressionChoice | undefined;
   /** The shortest time from sending a request to its response headers so far (ms). */
   #fastestAnswerMs = Number.POSITIVE_INFINITY;
 
   readonly #onRetry: (event: RetryEvent) => void;
+  /** The logger's `debug`, masked; undefined without one, so a request formats nothing. */
+  readonly #debug: ((line: string) => void) | undefined;
   /** Send times of the requests sent in the last minute and not refused (to learn a rate limit). */
   #admitted: number[] = [];
   #learned: RateLimiter | undefined;
@@ -122,22 +135,36 @@ export class HttpTransport {
 
   constructor(options: NormalizedClientOptions, onRetry: (event: RetryEvent) => void = () => {}) {
     this.#options = options;
-    this.#onRetry = onRetry;
+    const log = options.logger;
+    this.#onRetry = log?.warn
+      ? (event) => {
+          log.warn!(
+            redactSecrets(
+              `dqs-client: ${event.what} failed (${event.error.code}); retry ${event.attempt} in ${Math.round(event.delayMs)} ms: ${event.error.message}`,
+            ),
+          );
+          onRetry(event);
+        }
+      : onRetry;
+    this.#debug = log?.debug ? (line) => log.debug!(redactSecrets(`dqs-client: ${line}`)) : undefined;
     this.#choice = options.compression.mode === 'auto' ? new CompressionChoice() : undefined;
     this.#ownsDispatcher = options.dispatcher === undefined;
-    this.#dispatcher =
-      options.dispatcher ??
-      new Agent({
-        // Unset: undici opens a connection per request in flight, and the streams' concurrency bounds those.
-        connections: options.connections ?? null,
-        keepAliveTimeout: 10_000,
-        headersTimeout: options.timeoutMs,
-        bodyTimeout: options.timeoutMs,
-      });
+    this.#dispatcher = options.dispatcher ?? createDispatcher(options);
+    this.#proxy = options.dispatcher ? undefined : proxyFor(options.baseUrl, options.proxy, process.env);
+    if (this.#proxy) {
+      log?.info?.(
+        `dqs-client: requests to ${options.baseUrl.origin} go through the proxy ${displayProxy(this.#proxy.url)} (from ${this.#proxy.source})`,
+      );
+    }
   }
 
   get baseUrl(): URL {
     return this.#options.baseUrl;
+  }
+
+  /** The proxy the service is reached through, if any (credentials included: never print `url` whole). */
+  get proxy(): ProxyChoice | undefined {
+    return this.#proxy;
   }
 
   /** The `connections` option: undefined when the number follows the requests in flight. */
@@ -156,22 +183,36 @@ export class HttpTransport {
     if (this.#ownsDispatcher) await this.#dispatcher.close();
   }
 
-  async #authorization(refresh: boolean): Promise<string | undefined> {
+  /**
+   * The credential for the next request: the key, or the `token` provider's latest answer. `stale` is
+   * the token a 401 came back for: the provider is asked again only if that is still the latest one,
+   * and once for everyone (single flight): with 64 requests in flight when a token expires, their 64
+   * 401s make one call, and they all wait for its answer.
+   */
+  async #credential(stale?: string): Promise<string | undefined> {
     const provider = this.#options.token;
-    if (provider) {
-      if (refresh || this.#token === undefined) {
-        const token: unknown = await provider();
-        if (typeof token !== 'string' || !/^[\x20-\x7e]+$/.test(token)) {
-          throw new Error(
-            `it returned ${typeof token === 'string' ? 'a string that is not printable ASCII' : typeof token}`,
-          );
-        }
-        registerSecret(token);
-        this.#token = token;
+    if (!provider) return this.#options.apiKey;
+    if (this.#token !== undefined && this.#token !== stale) return this.#token;
+    this.#tokenCall ??= this.#callProvider(provider).finally(() => {
+      this.#tokenCall = undefined;
+    });
+    return this.#tokenCall;
+  }
+
+  async #callProvider(provider: () => string | Promise<string>): Promise<string> {
+    try {
+      const token: unknown = await provider();
+      if (typeof token !== 'string' || !/^[\x20-\x7e]+$/.test(token)) {
+        throw new Error(
+          `it returned ${typeof token === 'string' ? 'a string that is not printable ASCII' : typeof token}`,
+        );
       }
-      return this.#token;
+      registerSecret(token);
+      this.#token = token;
+      return token;
+    } catch (cause) {
+      throw new DqsError('DQS_AUTH', 'The `token` provider failed', { cause });
     }
-    return this.#options.apiKey;
   }
 
   /**
@@ -201,10 +242,11 @@ export class HttpTransport {
   }
 
   async #sendChecked(req: HttpRequest): Promise<HttpResponse> {
-    let res = await this.#sendOnce(req, false);
+    const credential = await this.#credential();
+    let res = await this.#sendOnce(req, credential);
     if (res.status === 401 && this.#options.token) {
       await drain(res);
-      res = await this.#sendOnce(req, true);
+      res = await this.#sendOnce(req, await this.#credential(credential));
     }
     if (res.status >= 200 && res.status < 300) return res;
     if (res.status === 429) this.#learnRateLimit(parseRetryAfter(header(res, 'retry-after')));
@@ -256,7 +298,7 @@ export class HttpTransport {
     return this.#learned?.requests;
   }
 
-  async #sendOnce(req: HttpRequest, refreshToken: boolean): Promise<HttpResponse> {
+  async #sendOnce(req: HttpRequest, credential: string | undefined): Promise<HttpResponse> {
     const url = this.url(req.segments, req.query);
     const info: RequestInfo = { method: req.method, url: url.href };
     const timeoutMs = req.timeoutMs ?? this.#options.timeoutMs;
@@ -305,13 +347,7 @@ export class HttpTransport {
       'x-api-version': this.#options.apiVersion,
       'user-agent': USER_AGENT,
     };
-    try {
-      const auth = await this.#authorization(refreshToken);
-      if (auth !== undefined) headers.authorization = `token ${auth}`;
-    } catch (cause) {
-      done();
-      throw new DqsError('DQS_AUTH', 'The `token` provider failed', { cause });
-    }
+    if (credential !== undefined) headers.authorization = `token ${credential}`;
     let payload: string | null = null;
     if (req.json !== undefined) {
       payload = JSON.stringify(req.json);
@@ -335,9 +371,12 @@ export class HttpTransport {
       });
     } catch (err) {
       done();
-      throw translateError(err, info, controller.signal);
+      throw await this.#connectFailure(err, info, controller.signal);
     }
     if (res.statusCode === 429) this.#forgetAdmitted(sentAt);
+    this.#debug?.(
+      `${req.method} ${url.href} -> ${res.statusCode} in ${Math.round(performance.now() - sentAt)} ms`,
+    );
     this.#fastestAnswerMs = Math.min(this.#fastestAnswerMs, performance.now() - sentAt);
     // Asked or not, a body with a Content-Encoding is inflated; one we cannot decode fails here, unread.
     let codings: string[] = [];
@@ -387,6 +426,23 @@ export class HttpTransport {
       streaming: () => clearTimeout(timer),
       signal: controller.signal,
     };
+  }
+
+  /**
+   * A failure before any answer: one of the connection faults a person can act on (DNS, refused, TLS,
+   * proxy), else as `translateError`. For a certificate not trusted, its issuer is looked up (a second
+   * handshake, verification still on) so the message can say whether a TLS-inspecting proxy made it.
+   */
+  async #connectFailure(err: unknown, info: RequestInfo, signal: AbortSignal): Promise<DqsError> {
+    if (err instanceof DqsError || signal.aborted) return translateError(err, info, signal);
+    let peer: PeerCertificateInfo | undefined;
+    if (this.#ownsDispatcher && isUntrustedCertificate(err)) {
+      const ca = this.#options.ca ? trustedCas(this.#options.ca) : undefined;
+      peer = await peerCertificate(new URL(info.url), { proxy: this.#proxy?.url, ca, timeoutMs: 5000 }).catch(
+        () => undefined,
+      );
+    }
+    return connectionError(err, info, this.#proxy, peer) ?? translateError(err, info, signal);
   }
 
   /** What `compression: 'auto'` measured on this client's connection so far, in ms per decoded MB. */
@@ -673,11 +729,13 @@ function header(res: HttpResponse, name: string): string | undefined {
 }
 
 /** Reads (at most 64 KiB of) an error body for its `message`, then builds the typed error. */
-export async function errorFromResponse(res: HttpResponse): Promise<HttpError> {
+export async function errorFromResponse(res: HttpResponse): Promise<HttpError | NotServiceError> {
   let serverMessage: string | undefined;
+  let bodyText = '';
   try {
     const buf = await readBounded(res, 64 * 1024);
     const text = buf.toString('utf8');
+    bodyText = text;
     try {
       const parsed = JSON.parse(text) as { message?: unknown };
       if (typeof parsed?.message === 'string') serverMessage = parsed.message;
@@ -696,9 +754,17 @@ export async function errorFromResponse(res: HttpResponse): Promise<HttpError> {
     serverMessage,
   };
   const retryAfterMs = parseRetryAfter(header(res, 'retry-after'));
+  // The service answers errors in JSON; an HTML 404 (or 200, 400...) is a web site or a portal at the
+  // base URL. A gateway's HTML 5xx or 429 page and a 401/403 are still what their status says.
+  const statusSaysIt = res.status >= 500 || res.status === 429 || res.status === 401 || res.status === 403;
+  if (!statusSaysIt && isHtml(header(res, 'content-type'), bodyText)) {
+    return new NotServiceError(res.info, `${res.status} with an HTML page`, res.status);
+  }
   switch (true) {
-    case res.status === 401 || res.status === 403:
+    case res.status === 401:
       return new AuthenticationError(details);
+    case res.status === 403:
+      return new ForbiddenError(details);
     case res.status === 404:
       return new NotFoundError(details);
     case res.status === 406:
@@ -721,4 +787,10 @@ export async function errorFromResponse(res: HttpResponse): Promise<HttpError> {
     default:
       return new HttpError('DQS_HTTP', details);
   }
+}
+
+/** Whether a body is an HTML page (by its type, or by how it starts when the type is missing or wrong). */
+export function isHtml(contentType: string | undefined, text: string): boolean {
+  if (contentType !== undefined && /^\s*text\/html\b/i.test(contentType)) return true;
+  return /^\s*<(!doctype html|html|head|body)\b/i.test(text.slice(0, 200));
 }

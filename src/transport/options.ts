@@ -5,8 +5,10 @@ import { registerSecret } from '../core/redact.js';
 import { checkInteger, invalid, invalidSecret, optionalInteger } from '../core/validate.js';
 import { API_VERSION } from '../core/wire.js';
 import { type ContentCoding, isSupportedCoding, SUPPORTED_CODINGS } from './content-encoding.js';
+import { parseProxyUrl } from './proxy.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limiter.js';
 import { type NormalizedRetryOptions, normalizeRetryOptions, type RetryOptions } from './retry.js';
+import { type CaOption, normalizeCa } from './trust.js';
 
 /** Options of `new DatasetClient(options)`. Every member is optional. */
 export interface ClientOptions {
@@ -51,8 +53,30 @@ export interface ClientOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** Sending a key over plain `http://` to a host other than loopback needs this opt-in. @default false */
   readonly allowInsecureHttp?: boolean;
-  /** Use your own undici dispatcher (a proxy agent, a mock agent). `close()` then leaves it open. */
+  /** Use your own undici dispatcher (a mock agent, a custom pool). `close()` then leaves it open. */
   readonly dispatcher?: Dispatcher;
+  /**
+   * The HTTP(S) proxy to reach the service through, e.g. `http://user:pass@proxy.corp:3128` (the
+   * credentials are sent as `Proxy-Authorization` and never printed). `false`: never a proxy, whatever the
+   * environment says. Unset: `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` (or their lower-case forms) decide,
+   * as for other Node tools, through undici's `EnvHttpProxyAgent`.
+   * @default from the environment
+   */
+  readonly proxy?: string | URL | false;
+  /**
+   * Certificate authorities to trust besides Node's own and `NODE_EXTRA_CA_CERTS`: a company root CA, or
+   * the one of a TLS-inspecting proxy. PEM text (several certificates allowed), a Buffer of it, or a list.
+   * Certificates are always verified; there is no option to turn that off.
+   * @default none
+   */
+  readonly ca?: CaOption;
+  /**
+   * Where the library's own messages go, in the shape of pino or `console` (any of `debug`, `info`,
+   * `warn`, `error`): `info` the proxy in use, `warn` each retry with its reason, `debug` each request
+   * with its status and time. Each call gets one string; the key and proxy credentials are masked.
+   * @default none (nothing is formatted)
+   */
+  readonly logger?: Logger;
   /**
    * Retries of transient failures (429, 500, 502, 503, 504, resets, timeouts, cut bodies) with backoff and
    * full jitter; `false` turns them off. Listen to the client's `'retry'` event to log them.
@@ -73,6 +97,31 @@ export interface ClientOptions {
   readonly compression?: boolean | 'auto' | readonly ContentCoding[];
 }
 
+/** A logger of the pino / `console` shape; the methods the library calls, each optional. */
+export interface Logger {
+  debug?(message: string): unknown;
+  info?(message: string): unknown;
+  warn?(message: string): unknown;
+  error?(message: string): unknown;
+}
+
+const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+
+function normalizeLogger(value: unknown): Logger | undefined {
+  if (value === undefined) return undefined;
+  const o = value as Record<string, unknown> | null;
+  if (o === null || typeof o !== 'object' || !LOG_LEVELS.some((l) => typeof o[l] === 'function')) {
+    throw invalid('logger', 'an object with debug/info/warn/error methods (pino, console)', value);
+  }
+  // Bound once: pino's and console's methods need their `this`.
+  const logger: { -readonly [K in keyof Logger]: Logger[K] } = {};
+  for (const level of LOG_LEVELS) {
+    const fn = o[level];
+    if (typeof fn === 'function') logger[level] = (message: string) => fn.call(o, message);
+  }
+  return logger;
+}
+
 /** Asking for compression: whether and how (the `Accept-Encoding` value). */
 export interface NormalizedCompression {
   readonly mode: 'auto' | 'always' | 'never';
@@ -89,6 +138,11 @@ export interface NormalizedClientOptions {
   readonly connections: number | undefined;
   readonly headers: Readonly<Record<string, string>>;
   readonly dispatcher: Dispatcher | undefined;
+  /** A URL: always this proxy; `false`: never; undefined: the environment decides. */
+  readonly proxy: URL | false | undefined;
+  /** Extra trusted CA certificates (PEM), when `ca` was given. */
+  readonly ca: readonly string[] | undefined;
+  readonly logger: Logger | undefined;
   readonly retry: NormalizedRetryOptions;
   readonly rateLimiter: RateLimiter | undefined;
   readonly compression: NormalizedCompression;
@@ -188,6 +242,17 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     }
     headers[k.toLowerCase()] = String(v);
   }
+  const proxy =
+    options.proxy === undefined || options.proxy === false
+      ? options.proxy
+      : parseProxyUrl(options.proxy as string | URL, 'proxy');
+  const ca = normalizeCa(options.ca);
+  if (options.dispatcher !== undefined && (proxy !== undefined || ca !== undefined)) {
+    throw new InvalidArgumentError(
+      options.proxy !== undefined ? 'proxy' : 'ca',
+      'Expected either `dispatcher` or `proxy`/`ca`: a dispatcher of your own brings its own proxy and CAs',
+    );
+  }
   // From now on every error the library makes masks this key, should a server echo it back.
   if (typeof apiKey === 'string') registerSecret(apiKey);
   return {
@@ -201,6 +266,9 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
       options.connections === undefined ? undefined : checkInteger(options.connections, 'connections', 1),
     headers,
     dispatcher: options.dispatcher,
+    proxy,
+    ca,
+    logger: normalizeLogger(options.logger),
     retry: normalizeRetryOptions(options.retry),
     rateLimiter: options.rateLimit ? new RateLimiter(options.rateLimit) : undefined,
     compression: normalizeCompression(options.compression),

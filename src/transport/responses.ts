@@ -2,7 +2,7 @@
  * Shape checks for JSON responses: a service that breaks the spec gets a ProtocolError that says what was
  * wrong, instead of an `undefined` surfacing three calls later in the user's code.
  */
-import { ProtocolError, type RequestInfo } from '../core/errors.js';
+import { NotServiceError, ProtocolError, type RequestInfo } from '../core/errors.js';
 import type {
   DatasetInfo,
   DatasetMetadata,
@@ -22,6 +22,10 @@ export function parseJson(text: string, info: RequestInfo): unknown {
   try {
     return JSON.parse(text);
   } catch (cause) {
+    // A 200 with a web page: a captive portal, a proxy's block page, a base URL that is a web site.
+    if (/^\s*<(!doctype html|html|head|body)\b/i.test(text.slice(0, 200))) {
+      throw new NotServiceError(info, `with an HTML page: ${text.trim().slice(0, 60)}`);
+    }
     throw new ProtocolError(`Response is not JSON: ${text.slice(0, 60)}`, info, { cause });
   }
 }

@@ -11,7 +11,7 @@
  */
 
 import { sleep } from '../core/abortable.js';
-import { DqsError, RateLimitedError, ServerError, TimeoutError } from '../core/errors.js';
+import { ConnectionError, DqsError, RateLimitedError, ServerError, TimeoutError } from '../core/errors.js';
 import { optionalInteger } from '../core/validate.js';
 
 export interface RetryOptions {
@@ -68,6 +68,8 @@ export function isRetryable(err: unknown): err is DqsError {
   if (err instanceof ServerError) return [500, 502, 503, 504].includes(err.status);
   // A per-request timeout is transient; an overall deadline the caller set is not ours to extend.
   if (err instanceof TimeoutError) return err.timeoutMs >= 0 && !err.overall;
+  // A refused connection, a proxy's 502, a DNS server that timed out; never a certificate or a 407.
+  if (err instanceof ConnectionError) return err.transient;
   return err.code === 'DQS_NETWORK';
 }
 

@@ -1174,7 +1174,7 @@ describe.concurrent('hostile server: the key stays secret', () => {
         },
         KEY,
       );
-      const err = await failsWith(h, 'DQS_AUTH');
+      const err = await failsWith(h, 'DQS_FORBIDDEN');
       const all = [
         err.message,
         String((err as { serverMessage?: string }).serverMessage),
@@ -1194,7 +1194,7 @@ describe.concurrent('hostile server: the key stays secret', () => {
       const split = `${hex.slice(0, 10)}\u001b[0m${hex.slice(10)}`;
       const echo = `\u001b[31m${hex} ${hex.toUpperCase()} ${split} ${Buffer.from(hex).toString('base64')}`;
       const h = await hostile({ post: (res) => json(res, 403, { message: `no: ${echo}` }) }, hex);
-      const err = await failsWith(h, 'DQS_AUTH');
+      const err = await failsWith(h, 'DQS_FORBIDDEN');
       const text = `${err.message} ${inspect(err, { depth: 8 })}`;
       for (const form of [
         hex,

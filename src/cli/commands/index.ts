@@ -3,6 +3,7 @@ import type { Command } from '../command.js';
 import { cacheCommand } from './cache.js';
 import { datasetCommand } from './dataset.js';
 import { datasetsCommand } from './datasets.js';
+import { doctorCommand } from './doctor.js';
 import { exportCommand } from './export.js';
 import { queryCommand } from './query.js';
 import { serveCommand } from './serve.js';
@@ -18,4 +19,5 @@ export const COMMANDS: readonly Command[] = [
   statusCommand,
   serveCommand,
   cacheCommand,
+  doctorCommand,
 ];

@@ -1,4 +1,5 @@
 /** `dqs serve`: runs the emulator (synthetic data, the real wire protocol) until Ctrl-C. */
+import { readFile } from 'node:fs/promises';
 import { flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
 import { LocalError, systemReason, UsageError } from '../errors.js';
@@ -72,6 +73,12 @@ export const serveCommand: Command = {
       arg: 'N',
       help: 'Requests admitted per sliding minute; more are answered 429 with Retry-After (default no limit).',
     },
+    'tls-cert': {
+      type: 'string',
+      arg: 'FILE',
+      help: 'Serve HTTPS with this certificate (PEM; with --tls-key), e.g. to try a company CA setup.',
+    },
+    'tls-key': { type: 'string', arg: 'FILE', help: 'The private key (PEM) of --tls-cert.' },
     ...JSON_OPTION,
   },
   connects: false,
@@ -96,6 +103,8 @@ export const serveCommand: Command = {
       ...optional('maxInFlight', int('serve', v, 'max-in-flight', 0)),
       ...optional('requestsPerMinute', int('serve', v, 'requests-per-minute', 0)),
     };
+    const tls = await tlsOption(v);
+    if (tls) Object.assign(options, { tls });
     const { startEmulator } = await import('../../emulator/index.js');
     let emulator: Awaited<ReturnType<typeof startEmulator>>;
     try {
@@ -171,4 +180,22 @@ function compressionOption(v: Values): { compression?: false | { level: number }
 /** `{ [key]: value }` only when defined (exactOptionalPropertyTypes forbids explicit undefined). */
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
   return value === undefined ? {} : ({ [key]: value } as { [P in K]?: V });
+}
+
+/** `--tls-cert FILE --tls-key FILE`: both or neither, each read here so a missing file names its flag. */
+async function tlsOption(v: Values): Promise<{ cert: string; key: string } | undefined> {
+  const certFile = str(v, 'tls-cert');
+  const keyFile = str(v, 'tls-key');
+  if (certFile === undefined && keyFile === undefined) return undefined;
+  if (certFile === undefined || keyFile === undefined) {
+    throw new UsageError('--tls-cert and --tls-key go together', 'serve');
+  }
+  const read = async (flagName: string, file: string) => {
+    try {
+      return await readFile(file, 'utf8');
+    } catch (err) {
+      throw new LocalError(`cannot read --${flagName} ${file}: ${systemReason(err)}`, { cause: err });
+    }
+  };
+  return { cert: await read('tls-cert', certFile), key: await read('tls-key', keyFile) };
 }
