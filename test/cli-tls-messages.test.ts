@@ -68,7 +68,8 @@ describe.skipIf(!made)('TLS and protocol mix-ups: one true line, exit 5 (skipped
     [
       'a self-signed certificate',
       () => `https://${httpsUrl}`,
-      /failed: the service's TLS certificate is self-signed, and not trusted here \(DEPTH_ZERO_SELF_SIGNED_CERT\)\. Node trusts .* NODE_EXTRA_CA_CERTS/,
+      // The library's ConnectionError (DQS_TLS_UNTRUSTED) names the issuer and the ways to pass a CA.
+      /failed: the certificate of 127\.0\.0\.1:\d+ \(issued by 127\.0\.0\.1\) is not trusted \(DEPTH_ZERO_SELF_SIGNED_CERT\).* --ca-file PATH .*NODE_EXTRA_CA_CERTS/,
     ],
     [
       'https:// to a plain http port',

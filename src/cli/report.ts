@@ -4,7 +4,7 @@
  */
 import { inspect } from 'node:util';
 import { escapeControls } from '../core/control-chars.js';
-import { DqsError, HttpError, NetworkError, TimeoutError } from '../core/errors.js';
+import { ConnectionError, DqsError, HttpError, NetworkError, TimeoutError } from '../core/errors.js';
 import { redactSecrets } from '../core/redact.js';
 import { Interrupted, isSystemError, LocalError, systemReason, UsageError } from './errors.js';
 import { ExitCode, type ExitCodeValue, exitCodeOf } from './exit-codes.js';
@@ -159,7 +159,9 @@ export function report(err: unknown, ctx: ReportContext): Report {
     line = `${prefix}${sentence(err.message)}`;
   } else if (err instanceof DqsError) {
     exitCode = exitCodeOf(err.code);
-    const tls = connectionReason(err);
+    // The library's ConnectionError already names the fault and its fix (the issuer, --ca-file, the
+    // proxy): the CLI's own words are for the TLS and protocol mix-ups it leaves as plain NetworkErrors.
+    const tls = err instanceof ConnectionError ? undefined : connectionReason(err);
     if (tls && err instanceof NetworkError) {
       line = `${prefix}${err.method} ${err.url} failed: ${sentence(tls.reason)} ${tls.hint}`;
     } else {
