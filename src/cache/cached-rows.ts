@@ -83,6 +83,8 @@ export class CachedRows implements LocalRows {
   open(ctx: LocalReadContext): AsyncIterable<LocalStep> | undefined {
     const { entry, source } = this.#init;
     const { options } = ctx;
+    // Entries hold Float64 numbers: exact numbers are read from the service, and not stored.
+    if (options.bigNumbers !== 'error') return undefined;
     const sameValues =
       entry !== undefined &&
       typesKey(entry.types) === typesKey(options.types) &&

@@ -15,7 +15,17 @@ import { type ConvertOptions, normalizeOnInvalid, rowShapeError } from './batch-
 import type { DecodedColumn, DecodedColumns } from './column-data.js';
 import type { ColumnKind } from './column-kind.js';
 import type { ColumnPlan } from './plan.js';
-import { invalidValue, toBooleanBit, toDateDays, toNumber, toText, toTimestampMs } from './values.js';
+import {
+  type BigNumbers,
+  invalidValue,
+  toBigIntValue,
+  toBooleanBit,
+  toDateDays,
+  toNumber,
+  toNumberText,
+  toText,
+  toTimestampMs,
+} from './values.js';
 
 const MS_PER_DAY = 86_400_000;
 
@@ -29,8 +39,8 @@ export type RowFactory = (
 ) => Record<string, unknown>;
 
 /**
- * A function turning one wire row into an object keyed by column id. Values: number, boolean, string,
- * `Date` (dates at UTC midnight; timestamps), or null. Rejects the same values as `RecordBatchBuilder`.
+ * A function turning one wire row into an object keyed by column id. Values: number (a BigInt or a
+ * string with the plan's `bigNumbers`), boolean, string, `Date` (dates at UTC midnight; timestamps), or null. Rejects the same values as `RecordBatchBuilder`.
  *
  * @param rowNumber 1-based result position of the row, for error locations.
  * @example
@@ -39,7 +49,7 @@ export type RowFactory = (
  */
 export function makeRowFactory(plan: readonly ColumnPlan[], options: ConvertOptions = {}): RowFactory {
   const invalidToNull = normalizeOnInvalid(options) === 'null';
-  const readers = plan.map((c) => valueReader(c.kind, c.id, invalidToNull));
+  const readers = plan.map((c) => valueReader(c.kind, c.id, invalidToNull, c.bigNumbers));
   const props = plan.map((c, j) => {
     const key = JSON.stringify(c.id);
     return `${c.id === '__proto__' ? `[${key}]` : key}: (x = r[${c.index}]) === null || x === undefined ? null : c${j}(x, n, p)`;
@@ -60,13 +70,24 @@ export function makeRowFactory(plan: readonly ColumnPlan[], options: ConvertOpti
   return build(readers, rowShapeError);
 }
 
-function valueReader(kind: ColumnKind, column: string, invalidToNull: boolean): ValueReader {
+function valueReader(
+  kind: ColumnKind,
+  column: string,
+  invalidToNull: boolean,
+  bigNumbers: BigNumbers,
+): ValueReader {
   const bad = (v: WireValue, row: number, page: PageRef | undefined): null => {
     if (invalidToNull) return null;
-    throw invalidValue(kind, v, { page, row, column });
+    throw invalidValue(kind, v, { page, row, column }, bigNumbers);
   };
   switch (kind) {
     case 'number':
+      if (bigNumbers === 'bigint') {
+        return (v, row, page) => toBigIntValue(v) ?? bad(v, row, page);
+      }
+      if (bigNumbers === 'string') {
+        return (v, row, page) => toNumberText(v) ?? bad(v, row, page);
+      }
       return (v, row, page) => {
         // `v - v === 0`: finite (a literal past a double's range parses as Infinity: invalid, see toNumber).
         if (typeof v === 'number' && v - v === 0) return v;

@@ -59,6 +59,15 @@ export interface StreamOptions {
   readonly types?: Readonly<Record<string, ColumnKind>>;
   /** A value that breaks its column's type: fail with `InvalidValueError`, or keep going with null. @default 'error' */
   readonly onInvalid?: 'error' | 'null';
+  /**
+   * Integers a double cannot hold (an integer literal outside ±2^53, e.g. `9007199254740993`) in a
+   * `number` column: `'error'` fails with `InvalidValueError` naming page, row and column (never a
+   * rounded value); `'bigint'` makes every `number` column Int64 (`bigint` in row objects; a fraction is
+   * then an invalid value); `'string'` makes them Utf8 (each number's exact decimal text, `'1.5'`,
+   * `'9007199254740993'`). The last two read through the reference decoders (slower) and bypass the cache.
+   * @default 'error'
+   */
+  readonly bigNumbers?: 'error' | 'bigint' | 'string';
   /** A truncated result (over the row cap): emit `'truncated'` and go on, or fail with `TruncatedError`. @default 'warn' */
   readonly onTruncated?: 'warn' | 'error';
   /**
@@ -101,6 +110,7 @@ export interface NormalizedStreamOptions {
   readonly startRow: number;
   readonly types: Readonly<Record<string, ColumnKind>> | undefined;
   readonly onInvalid: 'error' | 'null';
+  readonly bigNumbers: 'error' | 'bigint' | 'string';
   readonly onTruncated: 'warn' | 'error';
   readonly invalidUtf8: 'error' | 'replace';
   readonly signal: AbortSignal | undefined;
@@ -157,6 +167,7 @@ export function normalizeStreamOptions(options: StreamOptions = {}): NormalizedS
     startRow: optionalInteger(options.startRow, 'startRow', 1, 1),
     types: options.types,
     onInvalid: oneOf(options.onInvalid, 'onInvalid', ['error', 'null'], 'error'),
+    bigNumbers: oneOf(options.bigNumbers, 'bigNumbers', ['error', 'bigint', 'string'], 'error'),
     onTruncated: oneOf(options.onTruncated, 'onTruncated', ['warn', 'error'], 'warn'),
     invalidUtf8: oneOf(options.invalidUtf8, 'invalidUtf8', ['error', 'replace'], 'error'),
     signal,
