@@ -598,7 +598,8 @@ export class ResultStream extends Readable {
   }
 
   #rowConverter(plan: ColumnPlan[], decoder: PageDecoder) {
-    const make = makeRowFactory(plan, { onInvalid: this.#options.onInvalid });
+    const dates = this.#options.dates;
+    const make = makeRowFactory(plan, { onInvalid: this.#options.onInvalid, dates });
     // Made at the first decoded page (table JSON or CSV through a columnar decoder).
     let fromColumns: ReturnType<typeof makeColumnRowFactory> | undefined;
     return {
@@ -628,7 +629,7 @@ export class ResultStream extends Readable {
             }
             for (let from = 0; from < job.length; from += ROW_SLICE) {
               const out: Chunk[] = [];
-              fromColumns ??= makeColumnRowFactory(plan);
+              fromColumns ??= makeColumnRowFactory(plan, dates);
               fromColumns(job, from, Math.min(job.length, from + ROW_SLICE), out);
               yield out;
             }
