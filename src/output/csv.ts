@@ -14,6 +14,7 @@ import type { RecordBatch } from 'apache-arrow';
 import { invalid } from '../core/validate.js';
 import type { Cell } from './cells.js';
 import { csvLineBytes } from './csv-columns.js';
+import { ownBatch } from './own-arrow.js';
 
 export interface CsvOptions {
   /** Write the header line of column ids. @default true */
@@ -39,8 +40,9 @@ export function toCsv(options: CsvOptions = {}): Transform {
   return new Transform({
     writableObjectMode: true,
     readableObjectMode: false,
-    transform(batch: RecordBatch, _encoding, callback) {
+    transform(input: RecordBatch, _encoding, callback) {
       try {
+        const batch = ownBatch(input) ?? input;
         const head =
           first && header ? `${batch.schema.fields.map((f) => csvField(f.name)).join(',')}\r\n` : '';
         first = false;
