@@ -382,7 +382,10 @@ describe('dqs export and dqs cache', () => {
         ...conn(),
       ]);
       expect(second.code, second.stderr).toBe(0);
-      expect(second.requests.sort()).toEqual(['GET', 'GET', 'POST', 'POST']);
+      // No page read: the two GETs besides the validation's are the ticker checks `dqs export` makes
+      // before writing any partition (one per listed ticker, as `dqs query` without a cache entry).
+      expect(second.requests.sort()).toEqual(['GET', 'GET', 'GET', 'GET', 'POST', 'POST']);
+      expect(second.tickerChecks).toBe(2);
       expect(second.stderr).toMatch(/2 of 2 results from the local cache/);
       expect((await readFile(file)).equals(before)).toBe(true);
     },

@@ -140,3 +140,13 @@ export const wireDate = fc
 export const wireTimestamp = fc
   .date({ min: new Date(Date.UTC(1900, 0, 1)), max: new Date(Date.UTC(2100, 11, 31)), noInvalidDate: true })
   .map((d) => `${d.toISOString().slice(0, 19).replaceAll('-', '').replaceAll(':', '')}Z`);
+
+/**
+ * Any finite double but those written as an integer literal past ±2^53 (`9007199254740994`, or
+ * `1152921504606847000` for 2^60): such literals are refused unless `bigNumbers` asks for them exactly.
+ */
+export function exactDouble(): fc.Arbitrary<number> {
+  return fc
+    .double({ noNaN: true, noDefaultInfinity: true })
+    .filter((x) => !(Number.isInteger(x) && Math.abs(x) > 2 ** 53 && Math.abs(x) < 1e21));
+}

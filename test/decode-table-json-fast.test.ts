@@ -20,7 +20,7 @@ import { parseTablePage } from '../src/decode/index.js';
 import { envelopeOf } from '../src/decode/table-json.js';
 import { FastTableDecoder, readTableEnvelope } from '../src/decode/table-json-fast.js';
 import { DATASETS } from '../src/emulator/datasets/index.js';
-import { field, trickyText, wireDate, wireTimestamp } from './convert-fixtures.js';
+import { exactDouble, field, trickyText, wireDate, wireTimestamp } from './convert-fixtures.js';
 import { allOf, ipcBytes, setup } from './helpers.js';
 
 const where = { start: 1, limit: 1000 };
@@ -176,7 +176,7 @@ const anyText = fc.oneof(
 );
 const anyNumber = fc.oneof(
   fc.integer(),
-  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  exactDouble(),
   fc.constantFrom(0, -0, 1e21, 1e-7, 2 ** 53, 2 ** 53 + 2, -(2 ** 53), 123456789012345.6, 0.1, 5e-324),
 );
 const wrongTyped = fc.oneof(
@@ -400,17 +400,26 @@ describe('readTableEnvelope', () => {
     const reserved = ['rows', 'fields', 'total', 'count', 'start', 'last_date_updated'];
     // An array whose last element is an array is taken for `rows` (see membersAfterRows): not fuzzed here.
     const endsInArray = (v: unknown) => Array.isArray(v) && v.length > 0 && Array.isArray(v[v.length - 1]);
+    // An integer literal past ±2^53 declines the page (only the reference keeps its digits): not here either.
+    const bigInteger = (v: unknown) => /(^|[^\d.eE+-])-?\d{16,}([^\d.eE]|$)/.test(JSON.stringify(v) ?? '');
     const key = fc.string().filter((k) => !reserved.includes(k) && !/["\\\u0000-\u001f]/.test(k));
     fc.assert(
       fc.property(
         fc.array(row, { maxLength: 5 }),
-        fc.array(fc.record({ id: trickyText, summary: trickyText, options: fc.jsonValue() }), {
-          minLength: 1,
-          maxLength: 4,
-        }),
+        fc.array(
+          fc.record({
+            id: trickyText,
+            summary: trickyText,
+            options: fc.jsonValue().filter((v) => !bigInteger(v)),
+          }),
+          {
+            minLength: 1,
+            maxLength: 4,
+          },
+        ),
         fc.dictionary(
           key,
-          fc.jsonValue().filter((v) => !endsInArray(v)),
+          fc.jsonValue().filter((v) => !endsInArray(v) && !bigInteger(v)),
           { maxKeys: 3 },
         ),
         fc.array(fc.nat(), { minLength: 16, maxLength: 16 }),

@@ -334,3 +334,55 @@ describe('decodeDictionaries + arrowIpcTransform', () => {
     ).rejects.toThrow('source failed');
   });
 });
+
+describe('toCsv nullText', () => {
+  it('writes nulls as the marker (quoted when it must be), "" stays "", and refuses an empty marker', async () => {
+    const fields: FieldDescriptor[] = [
+      {
+        id: 'url',
+        display_name: 'url',
+        summary: '',
+        type: 'string',
+        format: null,
+        metric: false,
+        length: 0,
+        options: [],
+      },
+      {
+        id: 'n',
+        display_name: 'n',
+        summary: '',
+        type: 'number',
+        format: null,
+        metric: false,
+        length: 0,
+        options: [],
+      },
+    ];
+    const builder = new RecordBatchBuilder(planColumns(fields));
+    builder.appendRows(
+      [
+        ['', 1],
+        [null, null],
+        ['x', 2],
+      ],
+      1,
+    );
+    const batch = builder.flush();
+    const write = async (nullText?: string) => {
+      const chunks: Buffer[] = [];
+      await pipeline(
+        Readable.from([batch]),
+        toCsv(nullText === undefined ? {} : { nullText }),
+        async (source) => {
+          for await (const c of source) chunks.push(c as Buffer);
+        },
+      );
+      return Buffer.concat(chunks).toString('utf8');
+    };
+    expect(await write()).toBe('url,n\r\n"",1\r\n,\r\nx,2\r\n');
+    expect(await write('NULL')).toBe('url,n\r\n"",1\r\nNULL,NULL\r\nx,2\r\n');
+    expect(await write('a,b')).toBe('url,n\r\n"",1\r\n"a,b","a,b"\r\nx,2\r\n');
+    expect(() => toCsv({ nullText: '' })).toThrow(InvalidArgumentError);
+  });
+});

@@ -119,4 +119,35 @@ describe('CLI: dqs query warns about tickers the dataset lacks; --strict-tickers
     expect(strict.stderr).toContain(`no data for the ticker ${IBM}`);
     expect(readdirSync(work)).toEqual(['jobs.csv']);
   });
+  // `dqs export` wrote a 0-row partition for such a ticker without a word, unlike `dqs query`.
+  it('dqs export: a warning naming the unknown ticker, exit 0; --strict-tickers exits 2 before writing', async () => {
+    const { emu } = await setup();
+    const env = { DQS_BASE_URL: emu.url, DQS_API_KEY: emu.apiKey };
+    const run = await finishCli(
+      startCli(['export', DATASET, '--ticker', AAPL, '--ticker', IBM, '--out-dir', 'lake', '--no-cache'], {
+        cwd: work,
+        env,
+      }),
+    );
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(
+      new RegExp(
+        `^dqs: warning: dataset ${DATASET} has no data for the ticker ${IBM} .*: its partition will have no rows; --strict-tickers`,
+        'm',
+      ),
+    );
+    const strict = await finishCli(
+      startCli(
+        ['export', DATASET, '--ticker', IBM, '--out-dir', 'strict-lake', '--strict-tickers', '--no-cache'],
+        {
+          cwd: work,
+          env,
+        },
+      ),
+    );
+    expect(strict.code).toBe(2);
+    expect(strict.stderr).toContain(`no data for the ticker ${IBM}`);
+    // The directory is made before connecting (a bad --out-dir fails first), but no partition is written.
+    expect(readdirSync(join(work, 'strict-lake'), { recursive: true })).toEqual([]);
+  });
 });

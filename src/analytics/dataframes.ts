@@ -23,6 +23,7 @@ import { makeData, RecordBatch, type Schema, Struct, Table, tableToIPC, vectorFr
 import { MissingPackageError } from '../core/errors.js';
 import { invalid } from '../core/validate.js';
 import { withoutDictionaries } from '../output/dictionaries.js';
+import { ownBatch, ownTable } from '../output/own-arrow.js';
 import { type ParquetOptions, toParquet } from '../output/parquet.js';
 import { RowCounter } from '../output/row-counter.js';
 import { importOptionalPeer } from './optional-peer.js';
@@ -70,8 +71,11 @@ async function loadPolars<DF>(): Promise<PolarsLike<DF>> {
 }
 
 function asTable(source: Table | RecordBatch, argument: string): Table {
-  if (source instanceof Table) return source;
-  if (source instanceof RecordBatch) return new Table(source.schema, [source]);
+  // Tables and batches of another apache-arrow copy (a notebook's own) are rebuilt on this one's classes.
+  const table = ownTable(source);
+  if (table) return table;
+  const batch = ownBatch(source);
+  if (batch) return new Table(batch.schema, [batch]);
   throw invalid(argument, 'an apache-arrow Table or RecordBatch', source);
 }
 
@@ -138,8 +142,9 @@ function quoteString(text: string): string {
 }
 
 function batchesOf(
-  source: Table | RecordBatch | Iterable<RecordBatch> | AsyncIterable<RecordBatch>,
+  input: Table | RecordBatch | Iterable<RecordBatch> | AsyncIterable<RecordBatch>,
 ): Iterable<RecordBatch> | AsyncIterable<RecordBatch> {
+  const source = ownTable(input) ?? ownBatch(input) ?? input;
   if (source instanceof Table) {
     // An empty table may have no batch at all; the Parquet writer needs one for the schema.
     return source.batches.length ? source.batches : [emptyBatch(source.schema)];

@@ -83,6 +83,8 @@ export class CachedRows implements LocalRows {
   open(ctx: LocalReadContext): AsyncIterable<LocalStep> | undefined {
     const { entry, source } = this.#init;
     const { options } = ctx;
+    // Entries hold Float64 numbers: exact numbers are read from the service, and not stored.
+    if (options.bigNumbers !== 'error') return undefined;
     const sameValues =
       entry !== undefined &&
       typesKey(entry.types) === typesKey(options.types) &&
@@ -241,7 +243,7 @@ export class CachedRows implements LocalRows {
     inner.on('progress', (e) => {
       marks.push({ end: offset + e.rows, pages: e.pages, bytes: e.bytes, source: 'service' });
     });
-    const toRows = ctx.options.output === 'rows' ? rowMaker(ctx.plan) : undefined;
+    const toRows = ctx.options.output === 'rows' ? rowMaker(ctx.plan, ctx.options.dates) : undefined;
     try {
       for await (const chunk of inner) {
         const batch = new RecordBatch(ctx.schema, (chunk as RecordBatch).data);

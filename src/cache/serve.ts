@@ -54,7 +54,7 @@ export function* serveBatches(
   const { options, schema, plan } = ctx;
   for (const b of batches) checkSchema(b.schema, schema);
   const total = batches.reduce((n, b) => n + b.numRows, 0);
-  const toRows = options.output === 'rows' ? rowMaker(plan) : undefined;
+  const toRows = options.output === 'rows' ? rowMaker(plan, options.dates) : undefined;
   let end = options.startRow;
   let pages = 0;
   // Without a `batchSize` a batch is a page, and the pages' sizes are learned as a stream goes: the
@@ -88,8 +88,9 @@ export function* serveBatches(
 /** Row objects of rows `[from, to)` of a batch, exactly as the page engine makes them. */
 export function rowMaker(
   plan: readonly ColumnPlan[],
+  dates: 'date' | 'string' = 'date',
 ): (batch: RecordBatch, from: number, to: number) => Record<string, unknown>[] {
-  const factory = makeColumnRowFactory(plan);
+  const factory = makeColumnRowFactory(plan, dates);
   const dictionaries = new WeakMap<object, string[]>();
   let columnsOf: { batch: RecordBatch; page: DecodedColumns } | undefined;
   return (batch, from, to) => {

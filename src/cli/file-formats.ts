@@ -49,7 +49,7 @@ export function fileFormatOf(out: string, as: FileFormat | undefined): FileForma
  * Arrow IPC gets plain strings instead of the ticker dictionary: the result's dictionary grows, which makes
  * delta dictionaries, and Polars cannot read those.
  */
-export async function writerFor(format: FileFormat): Promise<Duplex[]> {
+export async function writerFor(format: FileFormat, csv: { nullText?: string } = {}): Promise<Duplex[]> {
   switch (format) {
     case 'arrow':
     case 'arrows': {
@@ -62,7 +62,7 @@ export async function writerFor(format: FileFormat): Promise<Duplex[]> {
     case 'parquet':
       return [(await import('../output/parquet.js')).toParquet()];
     case 'csv':
-      return [(await import('../output/csv.js')).toCsv()];
+      return [(await import('../output/csv.js')).toCsv(csv)];
     case 'jsonl':
       return [(await import('../output/jsonl.js')).toJsonl()];
   }

@@ -150,8 +150,9 @@ export class RecordBatchBuilder {
       const row = rows[i]!;
       for (const column of this.#plan) {
         const v = row[column.index];
-        if (v !== null && v !== undefined && !isValidFor(column.kind, v)) {
-          return invalidValue(column.kind, v, { page, row: firstRow + i, column: column.id });
+        if (v !== null && v !== undefined && !isValidFor(column.kind, v, column.bigNumbers)) {
+          const where = { page, row: firstRow + i, column: column.id };
+          return invalidValue(column.kind, v, where, column.bigNumbers);
         }
       }
     }

@@ -132,3 +132,20 @@ export function formatTimestampMs(ms: number): string {
   const hh = (rest - mm) / 60;
   return `${formatDateDays(days)}T${pad(hh, 2)}${pad(mm, 2)}${pad(ss, 2)}Z`;
 }
+
+/** Days since the epoch → ISO 8601 `YYYY-MM-DD` (the `dates: 'string'` spelling of a date). */
+export function isoDate(days: number): string {
+  const [y, m, d] = civilFromDays(days);
+  return `${pad(y, 4)}-${pad(m, 2)}-${pad(d, 2)}`;
+}
+
+/** Ms since the epoch → ISO 8601 in UTC, `YYYY-MM-DDTHH:MM:SSZ` (the wire has no sub-seconds). */
+export function isoTimestamp(ms: number): string {
+  const days = Math.floor(ms / MS_PER_DAY);
+  let rest = Math.floor((ms - days * MS_PER_DAY) / 1000);
+  const ss = rest % 60;
+  rest = (rest - ss) / 60;
+  const mm = rest % 60;
+  const hh = (rest - mm) / 60;
+  return `${isoDate(days)}T${pad(hh, 2)}:${pad(mm, 2)}:${pad(ss, 2)}Z`;
+}

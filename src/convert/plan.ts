@@ -10,6 +10,7 @@ import { invalid } from '../core/validate.js';
 import type { FieldDescriptor } from '../core/wire.js';
 import { COLUMN_KINDS, type ColumnKind, columnKind, isColumnKind } from './column-kind.js';
 import { arrowField } from './schema.js';
+import type { BigNumbers } from './values.js';
 
 export interface ColumnPlan {
   /** The descriptor `id`: Arrow column name and row-object key. */
@@ -19,6 +20,8 @@ export interface ColumnPlan {
   readonly kind: ColumnKind;
   readonly descriptor: FieldDescriptor;
   readonly field: Field;
+  /** How a `number` column carries its values (the `bigNumbers` option); `'error'`: Float64. */
+  readonly bigNumbers: BigNumbers;
 }
 
 /**
@@ -31,6 +34,7 @@ export interface ColumnPlan {
 export function planColumns(
   fields: readonly FieldDescriptor[],
   overrides?: Readonly<Record<string, ColumnKind>>,
+  bigNumbers: BigNumbers = 'error',
 ): ColumnPlan[] {
   const seen = new Set<string>();
   for (const f of fields) {
@@ -45,7 +49,8 @@ export function planColumns(
         ? overrides[descriptor.id]
         : undefined;
     const kind = override ?? columnKind(descriptor.type);
-    return { id: descriptor.id, index, kind, descriptor, field: arrowField(descriptor, kind, index) };
+    const field = arrowField(descriptor, kind, index, bigNumbers);
+    return { id: descriptor.id, index, kind, descriptor, field, bigNumbers };
   });
 }
 

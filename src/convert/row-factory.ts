@@ -14,10 +14,33 @@ import type { WireValue } from '../core/wire.js';
 import { type ConvertOptions, normalizeOnInvalid, rowShapeError } from './batch-builder.js';
 import type { DecodedColumn, DecodedColumns } from './column-data.js';
 import type { ColumnKind } from './column-kind.js';
+import { isoDate, isoTimestamp } from './dates.js';
 import type { ColumnPlan } from './plan.js';
-import { invalidValue, toBooleanBit, toDateDays, toNumber, toText, toTimestampMs } from './values.js';
+import {
+  type BigNumbers,
+  invalidValue,
+  toBigIntValue,
+  toBooleanBit,
+  toDateDays,
+  toNumber,
+  toNumberText,
+  toText,
+  toTimestampMs,
+} from './values.js';
 
 const MS_PER_DAY = 86_400_000;
+
+/** How row objects carry dates and timestamps (the `dates` stream option). */
+export type DatesAs = 'date' | 'string';
+
+export interface RowOptions extends ConvertOptions {
+  /**
+   * `'date'`: `Date` objects (a date at UTC midnight: read it with UTC getters); `'string'`: ISO 8601
+   * text, `YYYY-MM-DD` for dates and `YYYY-MM-DDTHH:MM:SSZ` for timestamps, which no time zone can shift.
+   * @default 'date'
+   */
+  readonly dates?: DatesAs;
+}
 
 /** Converts one non-null wire value of a column; reports (or nulls) invalid values. */
 type ValueReader = (v: WireValue, rowNumber: number, page: PageRef | undefined) => unknown;
@@ -29,17 +52,18 @@ export type RowFactory = (
 ) => Record<string, unknown>;
 
 /**
- * A function turning one wire row into an object keyed by column id. Values: number, boolean, string,
- * `Date` (dates at UTC midnight; timestamps), or null. Rejects the same values as `RecordBatchBuilder`.
+ * A function turning one wire row into an object keyed by column id. Values: number (a BigInt or a
+ * string with the plan's `bigNumbers`), boolean, string, `Date` (dates at UTC midnight; timestamps), or null. Rejects the same values as `RecordBatchBuilder`.
  *
  * @param rowNumber 1-based result position of the row, for error locations.
  * @example
  * const toRow = makeRowFactory(planColumns(page.fields));
  * const objects = page.rows.map((r, i) => toRow(r, page.start + i));
  */
-export function makeRowFactory(plan: readonly ColumnPlan[], options: ConvertOptions = {}): RowFactory {
+export function makeRowFactory(plan: readonly ColumnPlan[], options: RowOptions = {}): RowFactory {
   const invalidToNull = normalizeOnInvalid(options) === 'null';
-  const readers = plan.map((c) => valueReader(c.kind, c.id, invalidToNull));
+  const dates = options.dates ?? 'date';
+  const readers = plan.map((c) => valueReader(c.kind, c.id, invalidToNull, c.bigNumbers, dates));
   const props = plan.map((c, j) => {
     const key = JSON.stringify(c.id);
     return `${c.id === '__proto__' ? `[${key}]` : key}: (x = r[${c.index}]) === null || x === undefined ? null : c${j}(x, n, p)`;
@@ -60,13 +84,25 @@ export function makeRowFactory(plan: readonly ColumnPlan[], options: ConvertOpti
   return build(readers, rowShapeError);
 }
 
-function valueReader(kind: ColumnKind, column: string, invalidToNull: boolean): ValueReader {
+function valueReader(
+  kind: ColumnKind,
+  column: string,
+  invalidToNull: boolean,
+  bigNumbers: BigNumbers,
+  dates: DatesAs,
+): ValueReader {
   const bad = (v: WireValue, row: number, page: PageRef | undefined): null => {
     if (invalidToNull) return null;
-    throw invalidValue(kind, v, { page, row, column });
+    throw invalidValue(kind, v, { page, row, column }, bigNumbers);
   };
   switch (kind) {
     case 'number':
+      if (bigNumbers === 'bigint') {
+        return (v, row, page) => toBigIntValue(v) ?? bad(v, row, page);
+      }
+      if (bigNumbers === 'string') {
+        return (v, row, page) => toNumberText(v) ?? bad(v, row, page);
+      }
       return (v, row, page) => {
         // `v - v === 0`: finite (a literal past a double's range parses as Infinity: invalid, see toNumber).
         if (typeof v === 'number' && v - v === 0) return v;
@@ -76,12 +112,14 @@ function valueReader(kind: ColumnKind, column: string, invalidToNull: boolean): 
     case 'date':
       return (v, row, page) => {
         const days = toDateDays(v);
-        return !Number.isNaN(days) ? new Date(days * MS_PER_DAY) : bad(v, row, page);
+        if (Number.isNaN(days)) return bad(v, row, page);
+        return dates === 'string' ? isoDate(days) : new Date(days * MS_PER_DAY);
       };
     case 'datetime':
       return (v, row, page) => {
         const ms = toTimestampMs(v);
-        return !Number.isNaN(ms) ? new Date(ms) : bad(v, row, page);
+        if (Number.isNaN(ms)) return bad(v, row, page);
+        return dates === 'string' ? isoTimestamp(ms) : new Date(ms);
       };
     case 'boolean':
       return (v, row, page) => {
@@ -106,7 +144,8 @@ export type ColumnRowFactory = (page: DecodedColumns, from: number, to: number, 
  * numbers, dates and booleans come from typed arrays and dictionary strings are shared, not re-created.
  * Generated per plan like `makeRowFactory`, one object literal per row.
  */
-export function makeColumnRowFactory(plan: readonly ColumnPlan[]): ColumnRowFactory {
+export function makeColumnRowFactory(plan: readonly ColumnPlan[], dates: DatesAs = 'date'): ColumnRowFactory {
+  const asText = dates === 'string';
   const expected: Record<ColumnKind, string> = {
     number: 'number',
     date: 'date',
@@ -130,10 +169,14 @@ export function makeColumnRowFactory(plan: readonly ColumnPlan[]): ColumnRowFact
         return `${name}: n${j}[i] === 1 ? v${j}[i] : null`;
       case 'date':
         setup.push(`const v${j} = c${j}.values, n${j} = c${j}.valid;`);
-        return `${name}: n${j}[i] === 1 ? new Date(v${j}[i] * ${MS_PER_DAY}) : null`;
+        return asText
+          ? `${name}: n${j}[i] === 1 ? isoDate(v${j}[i]) : null`
+          : `${name}: n${j}[i] === 1 ? new Date(v${j}[i] * ${MS_PER_DAY}) : null`;
       case 'datetime':
         setup.push(`const v${j} = c${j}.values, n${j} = c${j}.valid;`);
-        return `${name}: n${j}[i] === 1 ? new Date(v${j}[i]) : null`;
+        return asText
+          ? `${name}: n${j}[i] === 1 ? isoTimestamp(v${j}[i]) : null`
+          : `${name}: n${j}[i] === 1 ? new Date(v${j}[i]) : null`;
       case 'boolean':
         setup.push(`const v${j} = c${j}.values;`);
         return `${name}: v${j}[i] === 2 ? null : v${j}[i] === 1`;
@@ -151,8 +194,12 @@ export function makeColumnRowFactory(plan: readonly ColumnPlan[]): ColumnRowFact
     '  }',
     '};',
   ].join('\n');
-  const build = new Function('text', source) as (text: typeof stringReader) => ColumnRowFactory;
-  return build(stringReader);
+  const build = new Function('text', 'isoDate', 'isoTimestamp', source) as (
+    text: typeof stringReader,
+    date: typeof isoDate,
+    timestamp: typeof isoTimestamp,
+  ) => ColumnRowFactory;
+  return build(stringReader, isoDate, isoTimestamp);
 }
 
 /** `(i) => string | null` over a decoded string or dictionary column. */

@@ -1,8 +1,8 @@
 /**
  * Arrow types for column kinds, and the schema of a column plan.
  *
- * - `number` → `Float64`. Exact for integers up to 2^53, which is all JSON can carry anyway (`JSON.parse`
- *   reads every number as a double), so an Int64 column would promise a precision the wire never had.
+ * - `number` → `Float64`, exact for integers within ±2^53; a larger integer is an error, never
+ *   rounded. With `bigNumbers: 'bigint'` → `Int64`, with `'string'` → `Utf8` (each number's exact text).
  * - `date` → `DateDay`; `datetime` → `Timestamp(ms, 'UTC')`: the wire values are UTC and carry no zone.
  * - `string` → `Utf8`, or `Dictionary<Utf8, Int32>` for `format: 'ticker'` columns: a few hundred distinct
  *   tickers repeat over hundreds of thousands of rows. The builder keeps one dictionary that only grows,
@@ -19,6 +19,7 @@ import {
   Field,
   Float64,
   Int32,
+  Int64,
   Schema,
   TimestampMillisecond,
   Utf8,
@@ -26,6 +27,7 @@ import {
 import type { FieldDescriptor } from '../core/wire.js';
 import type { ColumnKind } from './column-kind.js';
 import type { ColumnPlan } from './plan.js';
+import type { BigNumbers } from './values.js';
 
 /** Whether a column is dictionary-encoded: strings whose descriptor says `format: 'ticker'`. */
 export function usesDictionary(kind: ColumnKind, descriptor: FieldDescriptor): boolean {
@@ -36,10 +38,16 @@ export function usesDictionary(kind: ColumnKind, descriptor: FieldDescriptor): b
  * `dictionaryId` defaults to apache-arrow's process-wide counter; plans pass the column index, so the same
  * query written twice in one process gives byte-identical IPC (a counter would number them differently).
  */
-export function arrowType(kind: ColumnKind, dictionary: boolean, dictionaryId?: number): DataType {
+export function arrowType(
+  kind: ColumnKind,
+  dictionary: boolean,
+  dictionaryId?: number,
+  bigNumbers: BigNumbers = 'error',
+): DataType {
   switch (kind) {
     case 'number':
-      return new Float64();
+      // Exact numbers on request: Int64 (every value an integer), or each number's decimal text.
+      return bigNumbers === 'bigint' ? new Int64() : bigNumbers === 'string' ? new Utf8() : new Float64();
     case 'date':
       return new DateDay();
     case 'datetime':
@@ -53,14 +61,20 @@ export function arrowType(kind: ColumnKind, dictionary: boolean, dictionaryId?: 
 }
 
 /** The Arrow field of one column: name = descriptor `id`, descriptor facts kept as field metadata. */
-export function arrowField(descriptor: FieldDescriptor, kind: ColumnKind, index?: number): Field {
+export function arrowField(
+  descriptor: FieldDescriptor,
+  kind: ColumnKind,
+  index?: number,
+  bigNumbers: BigNumbers = 'error',
+): Field {
   const metadata = new Map<string, string>();
   if (typeof descriptor.display_name === 'string') metadata.set('display_name', descriptor.display_name);
   if (typeof descriptor.summary === 'string') metadata.set('summary', descriptor.summary);
   if (descriptor.format !== null && descriptor.format !== undefined)
     metadata.set('format', String(descriptor.format));
   metadata.set('dqs_type', String(descriptor.type));
-  return new Field(descriptor.id, arrowType(kind, usesDictionary(kind, descriptor), index), true, metadata);
+  const type = arrowType(kind, usesDictionary(kind, descriptor), index, bigNumbers);
+  return new Field(descriptor.id, type, true, metadata);
 }
 
 /** The schema of the batches a plan produces (the plan's fields, in order). */

@@ -22,7 +22,7 @@ import { type CastingContext, CsvError, Parser } from 'csv-parse';
 import { parse as parseSync } from 'csv-parse/sync';
 import type { ColumnKind } from '../convert/column-kind.js';
 import type { ColumnPlan } from '../convert/plan.js';
-import { parseDecimal } from '../convert/values.js';
+import { isBigIntegerText, parseDecimal } from '../convert/values.js';
 import { DecodeError, DqsError, type PageRef, safeRepr } from '../core/errors.js';
 import type { WireValue } from '../core/wire.js';
 
@@ -78,11 +78,15 @@ export function coreOf(parser: Parser): CsvCore | undefined {
   return undefined;
 }
 
+const TWO_POW_53 = 9_007_199_254_740_992;
+
 /** Field text → the wire value table JSON would carry for this column kind. */
 export function fieldValue(text: string, quoted: boolean, kind: ColumnKind | undefined): WireValue {
   if (text === '') return quoted ? '' : null;
   if (kind === 'number') {
     const n = parseDecimal(text);
+    // An integer a double would round stays text: the converters keep it exact or report it.
+    if ((n >= TWO_POW_53 || n <= -TWO_POW_53) && isBigIntegerText(text)) return text;
     return Number.isNaN(n) ? text : n;
   }
   if (kind === 'boolean') return text === 'true' ? true : text === 'false' ? false : text;

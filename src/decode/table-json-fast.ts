@@ -95,7 +95,8 @@ function isDigit(c: number | undefined): boolean {
 /**
  * Scans a JSON number at `b[i]` (strict JSON grammar), leaving its value in `scanned`; returns the index
  * after it. The value is exactly `JSON.parse`'s: integers and short decimals by exact arithmetic (one
- * correctly rounded operation on exact operands), anything longer through `Number()` of the literal.
+ * correctly rounded operation on exact operands), anything longer through `Number()` of the literal. An
+ * integer literal outside ±2^53 declines the page: only the reference keeps its digits.
  */
 function scanNumber(b: Buffer, i: number): number {
   const s = i;
@@ -119,6 +120,7 @@ function scanNumber(b: Buffer, i: number): number {
     } while (c !== undefined && c >= 0x30 && c <= 0x39);
   } else throw BAIL;
   let scale = 0;
+  const integer = c !== 0x2e && c !== 0x65 && c !== 0x45;
   if (c === 0x2e) {
     c = b[++i];
     if (!isDigit(c)) throw BAIL;
@@ -148,7 +150,14 @@ function scanNumber(b: Buffer, i: number): number {
   if (digits <= 15 && scale >= -22 && scale <= 22) {
     v = scale === 0 ? m : scale > 0 ? m * POW10[scale]! : m / POW10[-scale]!;
     if (neg) v = -v;
-  } else if (scale === 0 && digits <= 16 && m <= TWO_POW_53) {
+  } else if (scale === 0 && digits <= 16 && m < TWO_POW_53) {
+    // Below 2^53 every step of `m` was exact (and a rounded `m` of 2^53 or more means the literal is).
+    v = neg ? -m : m;
+  } else if (integer && digits > 15) {
+    // 2^53 itself is exact; past it, a double may round (2^53 + 1 reads as 2^53) and a rounded `m` cannot
+    // tell: the reference keeps the literal's digits.
+    if (digits !== 16 || m !== TWO_POW_53 || b.toString('latin1', neg ? s + 1 : s, i) !== '9007199254740992')
+      throw BAIL;
     v = neg ? -m : m;
   } else {
     v = Number(b.toString('latin1', s, i));

@@ -6,6 +6,7 @@
  * value anyway. Members we do not use (`id`, `state`, `group_fields`, ...) are passed through as sent.
  */
 
+import { isBigIntegerText } from '../convert/values.js';
 import { DecodeError, type PageRef, safeRepr } from '../core/errors.js';
 import type { FieldDescriptor, ResultPage } from '../core/wire.js';
 
@@ -30,7 +31,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 export function parseTablePage(text: string, where: PageRef): ResultPage {
   let page: unknown;
   try {
-    page = JSON.parse(text);
+    page = JSON.parse(quoteBigIntegers(text));
   } catch (error) {
     throw fail(`the body is not JSON (${(error as Error).message})`, where, error);
   }
@@ -122,4 +123,44 @@ export function repeatedMember(text: string): string | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * `text` with every integer literal outside ±2^53 turned into a string of its digits
+ * (`9007199254740993` → `"9007199254740993"`), so `JSON.parse` cannot round it: the converters read a
+ * numeric string as its number, and keep or report a big integer (Node 20's `JSON.parse` has no way
+ * to hand a reviver the literal's source). The text itself when there is none, as almost always.
+ */
+export function quoteBigIntegers(text: string): string {
+  let out: string[] | undefined;
+  let from = 0;
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      for (i++; i < n; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      const start = i;
+      let integer = true;
+      for (i++; i < n; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x2e || d === 0x65 || d === 0x45 || d === 0x2b || d === 0x2d) integer = false;
+        else if (d < 0x30 || d > 0x39) break;
+      }
+      // Fewer than 16 digits is below 2^53; `i` is now just past the literal.
+      if (integer && i - start >= 16 && isBigIntegerText(text.slice(start, i))) {
+        out ??= [];
+        out.push(text.slice(from, start), '"', text.slice(start, i), '"');
+        from = i;
+      }
+      i--;
+    }
+  }
+  if (out === undefined) return text;
+  out.push(text.slice(from));
+  return out.join('');
 }

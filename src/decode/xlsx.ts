@@ -26,6 +26,7 @@ import type ExcelJS from 'exceljs';
 import type { ColumnKind } from '../convert/column-kind.js';
 import { formatDateDays, formatTimestampMs } from '../convert/dates.js';
 import type { ColumnPlan } from '../convert/plan.js';
+import { isBigIntegerText } from '../convert/values.js';
 import { DecodeError, DqsError, type PageRef, safeRepr } from '../core/errors.js';
 import { invalid } from '../core/validate.js';
 import type { WireValue } from '../core/wire.js';
@@ -132,6 +133,42 @@ async function* utf8Text(source: AsyncIterable<Chunk>): AsyncGenerator<string> {
   if (rest.length > 0) yield rest;
 }
 
+/** A numeric cell holding an integer literal of 16 digits or more (attributes in group 1, digits in 2). */
+const LONG_INTEGER_CELL = /<c\b([^>]*)><v>(-?\d{16,})<\/v><\/c>/g;
+/** Text held back at most, waiting for the end of a cell, before it is passed on as it is. */
+const MAX_CARRY = 1 << 20;
+
+/**
+ * Worksheet XML with every numeric cell whose integer a double would round (`<v>9007199254740993</v>`)
+ * made a text cell (`t="str"`): exceljs reads numeric cells with `parseFloat`, which would round it
+ * before we see it. As text the converters keep it exact or report it, like a big integer in table JSON.
+ * Chunks are cut after the last complete cell, so a cell split between chunks is still seen whole.
+ */
+export async function* exactIntegerCells(source: AsyncIterable<string>): AsyncGenerator<string> {
+  let carry = '';
+  for await (const chunk of source) {
+    const text = carry + chunk;
+    const end = text.lastIndexOf('</c>');
+    if (end < 0 && text.length < MAX_CARRY) {
+      carry = text;
+      continue;
+    }
+    const cut = end < 0 ? text.length : end + 4;
+    carry = text.slice(cut);
+    yield textCells(text.slice(0, cut));
+  }
+  if (carry.length > 0) yield textCells(carry);
+}
+
+function textCells(xml: string): string {
+  return xml.replace(LONG_INTEGER_CELL, (cell: string, attributes: string, digits: string) => {
+    if (!isBigIntegerText(digits)) return cell;
+    const typed = / t="([^"]*)"/.exec(attributes);
+    if (typed && typed[1] !== 'n') return cell;
+    return `<c${attributes.replace(/ t="n"/, '')} t="str"><v>${digits}</v></c>`;
+  });
+}
+
 interface ReaderInternals {
   _parseWorksheet?: (iterator: AsyncIterable<Chunk>, sheetNo: string) => unknown;
   _parseSharedStrings?: (entry: NodeJS.ReadableStream) => unknown;
@@ -143,7 +180,7 @@ function decodeTextWhole(reader: ExcelJS.stream.xlsx.WorkbookReader): void {
   const parseWorksheet = internals._parseWorksheet;
   if (typeof parseWorksheet === 'function') {
     internals._parseWorksheet = function (this: unknown, iterator, sheetNo) {
-      return parseWorksheet.call(this, utf8Text(iterator), sheetNo);
+      return parseWorksheet.call(this, exactIntegerCells(utf8Text(iterator)), sheetNo);
     };
   }
   const parseSharedStrings = internals._parseSharedStrings;

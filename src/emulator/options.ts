@@ -32,6 +32,13 @@ export interface EmulatorOptions {
    */
   readonly rowCap?: number;
   /**
+   * Integers past a double's exact range in results: result row 1 and every 1000th row after it
+   * (1001, 2001, ...) carry 2^53 + their row number (row 1: 9007199254740993) in the dataset's first
+   * `number` column, written as its exact digits (a text cell in XLSX, whose numbers are doubles).
+   * @default false
+   */
+  readonly bigIntegers?: boolean;
+  /**
    * Rows per page when a result GET has no `limit`.
    * @default 1000
    */
@@ -191,6 +198,7 @@ export interface NormalizedOptions {
   readonly apiKey: string;
   readonly seed: number;
   readonly rowCap: number;
+  readonly bigIntegers: boolean;
   readonly defaultPageSize: number;
   readonly maxPageSize: number;
   readonly queryDelayMs: number;
@@ -223,6 +231,7 @@ export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault' | 'compression' | 
   apiKey: 'demo',
   seed: 1,
   rowCap: ROW_CAP,
+  bigIntegers: false,
   defaultPageSize: 1000,
   maxPageSize: 100_000,
   queryDelayMs: 0,
@@ -262,6 +271,12 @@ function tlsOptions(value: unknown): TlsOptions | undefined {
 
 function fail(name: string, expected: string, value: unknown): never {
   throw new InvalidArgumentError(name, `Expected ${expected}, got ${describeValue(value)}`);
+}
+
+function bigIntegers(value: unknown): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') fail('bigIntegers', 'a boolean', value);
+  return value;
 }
 
 function integer(name: string, value: unknown, fallback: number, min: number, max: number): number {
@@ -378,6 +393,7 @@ export function normalizeOptions(options: EmulatorOptions = {}): NormalizedOptio
     apiKey,
     seed: integer('seed', options.seed, d.seed, 0, 0xffffffff),
     rowCap: integer('rowCap', options.rowCap, d.rowCap, 1, Number.MAX_SAFE_INTEGER),
+    bigIntegers: bigIntegers(options.bigIntegers),
     defaultPageSize,
     maxPageSize,
     queryDelayMs: integer('queryDelayMs', options.queryDelayMs, d.queryDelayMs, 0, 2_147_483_647),

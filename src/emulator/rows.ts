@@ -3,6 +3,7 @@
  * result maps to (company, index) by binary search and any page is generated on demand.
  */
 import type { WireValue } from '../core/wire.js';
+import { BIG_INTEGER_EVERY, bigIntegerAt } from './big-integers.js';
 import { COMPANY_PROFILES, type CompanyProfile, companyByTicker } from './companies.js';
 import type { DatasetDefinition, RowContext } from './datasets/index.js';
 import { hash2, hashWords, Rng } from './random.js';
@@ -19,6 +20,8 @@ export interface ResultPlan {
   /** Rows served: min(rowsBeforeCap, rowCap). */
   readonly total: number;
   readonly truncated: boolean;
+  /** Column given a big integer every `BIG_INTEGER_EVERY` rows (the `bigIntegers` option), or -1. */
+  readonly bigIntegerColumn: number;
 }
 
 /** Tag words that keep count keys apart from row keys. */
@@ -33,6 +36,7 @@ export function planResult(
   tickers: readonly string[],
   seed: number,
   rowCap: number,
+  bigIntegers = false,
 ): ResultPlan {
   const selected =
     tickers.length === 0
@@ -61,6 +65,7 @@ export function planResult(
     rowsBeforeCap: sum,
     total: Math.min(sum, rowCap),
     truncated: sum > rowCap,
+    bigIntegerColumn: bigIntegers ? dataset.fields.findIndex((f) => f.type === 'number') : -1,
   };
 }
 
@@ -97,7 +102,11 @@ export function planRows(plan: ResultPlan, offset: number, count: number): WireV
       ctx.count = plan.starts[c + 1]! - plan.starts[c]!;
       ctx.companyKey = plan.companyKeys[c]!;
     }
-    rows[r] = plan.dataset.row(ctx, rng.reset(hash2(ctx.companyKey, ctx.index)));
+    const row = plan.dataset.row(ctx, rng.reset(hash2(ctx.companyKey, ctx.index)));
+    if (plan.bigIntegerColumn >= 0 && (offset + r) % BIG_INTEGER_EVERY === 0) {
+      row[plan.bigIntegerColumn] = bigIntegerAt(offset + r);
+    }
+    rows[r] = row;
     ctx.index++;
   }
   return rows;

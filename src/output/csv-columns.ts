@@ -191,6 +191,7 @@ export function csvLineBytes(
   batch: RecordBatch,
   field: (cell: ReturnType<CellReader>) => string,
   head: string,
+  nullField = '',
 ): Buffer {
   const readers = cellReaders(batch);
   const writers: FieldWriter[] = [];
@@ -199,7 +200,9 @@ export function csvLineBytes(
     const data = batch.data.children[c]!;
     const write = fieldWriter(data, readers[c]!, field);
     if (data.nullCount === 0) writers.push(write);
-    else writers.push((sink, row) => (data.getValid(row) ? write(sink, row) : undefined));
+    else if (nullField === '')
+      writers.push((sink, row) => (data.getValid(row) ? write(sink, row) : undefined));
+    else writers.push((sink, row) => (data.getValid(row) ? write(sink, row) : sink.utf8(nullField)));
     if (DataType.isUtf8(data.type)) {
       const offsets = data.valueOffsets as Int32Array;
       estimate += offsets[data.length]! - offsets[0]!;

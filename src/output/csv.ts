@@ -14,10 +14,18 @@ import type { RecordBatch } from 'apache-arrow';
 import { invalid } from '../core/validate.js';
 import type { Cell } from './cells.js';
 import { csvLineBytes } from './csv-columns.js';
+import { ownBatch } from './own-arrow.js';
 
 export interface CsvOptions {
   /** Write the header line of column ids. @default true */
   readonly header?: boolean;
+  /**
+   * Nulls as this text instead of an empty unquoted field, for readers that cannot tell `""` from an
+   * empty field (it is quoted when it needs to be). Pick a text the data never holds: a value equal to
+   * it reads back as null too.
+   * @default undefined (an empty unquoted field)
+   */
+  readonly nullText?: string;
 }
 
 const NEEDS_QUOTES = /[",\r\n]/;
@@ -35,16 +43,22 @@ export function toCsv(options: CsvOptions = {}): Transform {
   if (typeof header !== 'boolean') {
     throw invalid('header', 'a boolean', header);
   }
+  const nullText = options.nullText;
+  if (nullText !== undefined && (typeof nullText !== 'string' || nullText === '')) {
+    throw invalid('nullText', 'a non-empty string', nullText);
+  }
+  const nullField = nullText === undefined ? '' : csvField(nullText);
   let first = true;
   return new Transform({
     writableObjectMode: true,
     readableObjectMode: false,
-    transform(batch: RecordBatch, _encoding, callback) {
+    transform(input: RecordBatch, _encoding, callback) {
       try {
+        const batch = ownBatch(input) ?? input;
         const head =
           first && header ? `${batch.schema.fields.map((f) => csvField(f.name)).join(',')}\r\n` : '';
         first = false;
-        const bytes = csvLineBytes(batch, csvField, head);
+        const bytes = csvLineBytes(batch, csvField, head, nullField);
         callback(null, bytes.length > 0 ? bytes : undefined);
       } catch (err) {
         callback(err as Error);

@@ -19,6 +19,7 @@ import {
   Utf8,
   type Vector,
 } from 'apache-arrow';
+import { ownBatch } from './own-arrow.js';
 
 function isDictionaryOfStrings(type: DataType): boolean {
   return DataType.isDictionary(type) && DataType.isUtf8(type.dictionary);
@@ -108,7 +109,7 @@ export function decodeDictionaries(): Transform {
     objectMode: true,
     transform(batch: RecordBatch, _encoding, callback) {
       try {
-        callback(null, withoutDictionaries(batch));
+        callback(null, withoutDictionaries(ownBatch(batch) ?? batch));
       } catch (err) {
         callback(err as Error);
       }

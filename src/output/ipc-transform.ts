@@ -15,6 +15,7 @@ import {
   RecordBatchFileWriter,
   RecordBatchStreamWriter,
 } from 'apache-arrow';
+import { ownBatch } from './own-arrow.js';
 
 /** A sink the writer can write into, emptied synchronously by `take()`. */
 class CollectingSink extends AsyncByteQueue {
@@ -75,7 +76,7 @@ export function arrowIpcTransform(format: 'file' | 'stream'): Transform {
       try {
         // Pushed as they are (headers, then the batch's buffers): one concatenated copy per batch cost
         // a batch's size in garbage and time; the file stream writes them together (writev).
-        for (const chunk of encoder.write(batch)) this.push(chunk);
+        for (const chunk of encoder.write(ownBatch(batch) ?? batch)) this.push(chunk);
         callback();
       } catch (err) {
         callback(err as Error);

@@ -9,6 +9,7 @@
 import { Transform } from 'node:stream';
 import type { RecordBatch } from 'apache-arrow';
 import { type Cell, cellReaders } from './cells.js';
+import { ownBatch } from './own-arrow.js';
 
 /** One JSON value. */
 export function jsonValue(cell: Cell): string {
@@ -37,7 +38,7 @@ export function toJsonl(): Transform {
     readableObjectMode: false,
     transform(batch: RecordBatch, _encoding, callback) {
       try {
-        const text = jsonLines(batch);
+        const text = jsonLines(ownBatch(batch) ?? batch);
         callback(null, text ? Buffer.from(text, 'utf8') : undefined);
       } catch (err) {
         callback(err as Error);

@@ -20,6 +20,7 @@ import type { RecordBatch as WasmRecordBatch } from 'parquet-wasm';
 import { InvalidArgumentError } from '../core/errors.js';
 import { checkInteger, invalid } from '../core/validate.js';
 import { VERSION } from '../core/version.js';
+import { ownBatch } from './own-arrow.js';
 
 export type ParquetCompression = 'zstd' | 'snappy' | 'gzip' | 'none';
 
@@ -98,14 +99,15 @@ export function toParquet(options: ParquetOptions = {}): Duplex {
         'Expected at least one RecordBatch (it carries the schema), got none',
       );
     }
-    const first: RecordBatch = head.value;
+    const first: RecordBatch = ownBatch(head.value) ?? head.value;
     let pending: RecordBatch | undefined = first;
     let sent = 0;
     const input = new ReadableStream<WasmRecordBatch>(
       {
         async pull(controller) {
           for (;;) {
-            const batch = pending ?? (await nextOrUndefined(batches));
+            const next = pending ?? (await nextOrUndefined(batches));
+            const batch = next && (ownBatch(next) ?? next);
             pending = undefined;
             if (batch === undefined) {
               if (sent === 0) controller.enqueue(emptyBatch(pq, first));

@@ -328,7 +328,7 @@ export class ResultStream extends Readable {
     const opts = this.#options;
     // Before any page: a total the server made up must not be read (nor planned).
     checkRowLimit(source.total, opts.maxRows);
-    const plan = planColumns([...source.fields], opts.types ? { ...opts.types } : undefined);
+    const plan = planColumns([...source.fields], opts.types ? { ...opts.types } : undefined, opts.bigNumbers);
     const schema = buildSchema(plan);
     this.#schema = schema;
     this.emit('schema', schema);
@@ -359,7 +359,8 @@ export class ResultStream extends Readable {
     const first = kept && (opts.pageSizeAuto || kept.range.limit <= opts.pageSize) ? kept : undefined;
     // Fast decoders (bytes straight into columns) feed Arrow batches and row objects alike.
     const decoder = new PageDecoder(format, plan, {
-      fast: opts.decoder === 'fast',
+      // The fast decoders fill Float64 columns: exact numbers come from the reference's wire values.
+      fast: opts.decoder === 'fast' && opts.bigNumbers === 'error',
       strings: opts.output === 'rows' ? 'exact' : 'utf8',
       invalidUtf8: opts.invalidUtf8,
     });
@@ -597,7 +598,8 @@ export class ResultStream extends Readable {
   }
 
   #rowConverter(plan: ColumnPlan[], decoder: PageDecoder) {
-    const make = makeRowFactory(plan, { onInvalid: this.#options.onInvalid });
+    const dates = this.#options.dates;
+    const make = makeRowFactory(plan, { onInvalid: this.#options.onInvalid, dates });
     // Made at the first decoded page (table JSON or CSV through a columnar decoder).
     let fromColumns: ReturnType<typeof makeColumnRowFactory> | undefined;
     return {
@@ -627,7 +629,7 @@ export class ResultStream extends Readable {
             }
             for (let from = 0; from < job.length; from += ROW_SLICE) {
               const out: Chunk[] = [];
-              fromColumns ??= makeColumnRowFactory(plan);
+              fromColumns ??= makeColumnRowFactory(plan, dates);
               fromColumns(job, from, Math.min(job.length, from + ROW_SLICE), out);
               yield out;
             }

@@ -66,6 +66,22 @@ export interface StreamOptions {
   readonly types?: Readonly<Record<string, ColumnKind>>;
   /** A value that breaks its column's type: fail with `InvalidValueError`, or keep going with null. @default 'error' */
   readonly onInvalid?: 'error' | 'null';
+  /**
+   * Dates and timestamps in row objects (`output: 'rows'`): `'date'` gives `Date` objects (a date is UTC
+   * midnight: read it with UTC getters, `getUTCDate()`, or west of UTC it shows the day before); `'string'`
+   * gives ISO 8601 text, `'2024-02-29'` and `'2024-02-29T13:05:00Z'`. Arrow output is the same either way.
+   * @default 'date'
+   */
+  readonly dates?: 'date' | 'string';
+  /**
+   * Integers a double cannot hold (an integer literal outside ±2^53, e.g. `9007199254740993`) in a
+   * `number` column: `'error'` fails with `InvalidValueError` naming page, row and column (never a
+   * rounded value); `'bigint'` makes every `number` column Int64 (`bigint` in row objects; a fraction is
+   * then an invalid value); `'string'` makes them Utf8 (each number's exact decimal text, `'1.5'`,
+   * `'9007199254740993'`). The last two read through the reference decoders (slower) and bypass the cache.
+   * @default 'error'
+   */
+  readonly bigNumbers?: 'error' | 'bigint' | 'string';
   /** A truncated result (over the row cap): emit `'truncated'` and go on, or fail with `TruncatedError`. @default 'warn' */
   readonly onTruncated?: 'warn' | 'error';
   /**
@@ -115,6 +131,8 @@ export interface NormalizedStreamOptions {
   readonly startRow: number;
   readonly types: Readonly<Record<string, ColumnKind>> | undefined;
   readonly onInvalid: 'error' | 'null';
+  readonly bigNumbers: 'error' | 'bigint' | 'string';
+  readonly dates: 'date' | 'string';
   readonly onTruncated: 'warn' | 'error';
   readonly invalidUtf8: 'error' | 'replace';
   readonly hedge: boolean;
@@ -172,6 +190,8 @@ export function normalizeStreamOptions(options: StreamOptions = {}): NormalizedS
     startRow: optionalInteger(options.startRow, 'startRow', 1, 1),
     types: options.types,
     onInvalid: oneOf(options.onInvalid, 'onInvalid', ['error', 'null'], 'error'),
+    dates: oneOf(options.dates, 'dates', ['date', 'string'], 'date'),
+    bigNumbers: oneOf(options.bigNumbers, 'bigNumbers', ['error', 'bigint', 'string'], 'error'),
     onTruncated: oneOf(options.onTruncated, 'onTruncated', ['warn', 'error'], 'warn'),
     invalidUtf8: oneOf(options.invalidUtf8, 'invalidUtf8', ['error', 'replace'], 'error'),
     hedge: optionalBoolean(options.hedge, 'hedge', true),

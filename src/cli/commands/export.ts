@@ -12,6 +12,7 @@ import type {
   PartitionStreamOptions,
 } from '../../analytics/partitioned-export.js';
 import { kindOf } from '../../core/output-target.js';
+import { unknownTickers, unknownTickersMessage } from '../../tickers/coverage.js';
 import { checkDatasetId, checkTicker } from '../../transport/validate.js';
 import { choice, decoderFromEnv, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
@@ -71,6 +72,10 @@ export const exportCommand: Command = {
     strict: {
       type: 'boolean',
       help: 'With --all-tickers: exit 6 if the service listed a malformed ticker (skipped, with a warning, without it).',
+    },
+    'strict-tickers': {
+      type: 'boolean',
+      help: 'Fail (exit 2) instead of warning when the dataset has no data for a ticker asked for.',
     },
     ...CACHE_OPTIONS,
     json: {
@@ -132,6 +137,8 @@ export const exportCommand: Command = {
         );
       }
     }
+    // As `dqs query`: a ticker the dataset lacks would be a 0-row partition that looks like success.
+    if (!all) await checkGivenTickers(client, dataset!, tickers, flag(v, 'strict-tickers'), ctx);
     if (tickers.length === 0) {
       ctx.info(`${dataset} lists no tickers: nothing to export`);
       if (json) printJson(ctx.io.stdout, summaryJson(undefined, dataset!, 0));
@@ -200,6 +207,25 @@ async function makeOutDir(outDir: string): Promise<void> {
   } catch (err) {
     throw new LocalError(`cannot create --out-dir ${outDir}: ${systemReason(err)}`, { cause: err });
   }
+}
+
+/**
+ * Warns about (or, with --strict-tickers, refuses) tickers the dataset has no data for: one small request
+ * per distinct ticker (tickers/coverage.ts), before any partition is written.
+ */
+async function checkGivenTickers(
+  client: Parameters<typeof unknownTickers>[0],
+  dataset: string,
+  tickers: readonly string[],
+  strict: boolean,
+  ctx: { info(text: string): void; readonly signal?: AbortSignal | undefined },
+): Promise<void> {
+  const unknown = await unknownTickers(client, dataset, tickers, { signal: ctx.signal });
+  if (unknown.length === 0) return;
+  const message = unknownTickersMessage(dataset, unknown, new Set(tickers).size);
+  if (strict) throw new UsageError(`${message} (--strict-tickers)`);
+  const them = unknown.length === 1 ? 'its partition' : 'their partitions';
+  ctx.info(`warning: ${message}: ${them} will have no rows; --strict-tickers makes this an error`);
 }
 
 function isTicker(id: unknown): boolean {

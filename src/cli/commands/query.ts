@@ -64,6 +64,11 @@ export const queryCommand: Command = {
       arg: 'N',
       help: 'Rows per Arrow record batch written (default: the page size).',
     },
+    'null-text': {
+      type: 'string',
+      arg: 'TEXT',
+      help: 'CSV only: write nulls as TEXT (e.g. NULL) for readers that cannot tell "" from an empty field.',
+    },
     'strict-tickers': {
       type: 'boolean',
       help: 'Fail (exit 2) instead of warning when the dataset has no data for a ticker asked for.',
@@ -93,6 +98,13 @@ export const queryCommand: Command = {
     // `/dev/stdout` is stdout itself: the same checks and the same stream as `-`.
     const toStdout = out === '-' || descriptorOf(out) === 1;
     const format = fileFormatOf(toStdout ? '-' : out, choice('query', v, 'as', FILE_FORMATS));
+    const nullText = str(v, 'null-text');
+    if (nullText !== undefined && (format !== 'csv' || nullText === '')) {
+      throw new UsageError(
+        '--null-text TEXT is for CSV output (--as csv or a .csv file), with a non-empty TEXT',
+        'query',
+      );
+    }
     const json = flag(v, 'json');
     if (json && toStdout) {
       throw new UsageError(
@@ -117,7 +129,7 @@ export const queryCommand: Command = {
       const { client } = await ctx.connect();
       const fromCache = cacheNote(client, ctx);
       const [stages, progress] = await Promise.all([
-        writerFor(format),
+        writerFor(format, nullText === undefined ? {} : { nullText }),
         createProgress(ctx.io.stderr, !ctx.quiet),
       ]);
       const stream = client.stream(dataset!, tickers.length ? { tickers } : {}, {

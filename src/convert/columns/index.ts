@@ -13,6 +13,7 @@ import type { ColumnAccumulator } from './column.js';
 import { DateDayColumn } from './date.js';
 import { TimestampColumn } from './datetime.js';
 import { DictionaryColumn } from './dictionary.js';
+import { Int64Column, NumberTextColumn } from './exact-number.js';
 import { Float64Column } from './number.js';
 import { Utf8Column } from './utf8.js';
 
@@ -20,7 +21,13 @@ export type { ColumnAccumulator, WireRows } from './column.js';
 
 /** Per kind, its accumulator for a column of that kind's Arrow type (see schema.ts's `arrowType`). */
 const COLUMNS: { readonly [K in ColumnKind]: (type: DataType) => ColumnAccumulator } = {
-  number: (type) => new Float64Column(type),
+  // Numbers have three layouts: `bigNumbers` makes them Int64 or text (schema.ts).
+  number: (type) =>
+    DataType.isInt(type)
+      ? new Int64Column(type)
+      : DataType.isUtf8(type)
+        ? new NumberTextColumn(type)
+        : new Float64Column(type),
   date: (type) => new DateDayColumn(type),
   datetime: (type) => new TimestampColumn(type),
   boolean: (type) => new BoolColumn(type),

@@ -1,4 +1,5 @@
 import type { WireValue } from '../../core/wire.js';
+import { bigIntegerDigits } from '../big-integers.js';
 import type { PageMeta, PageWriter } from './page.js';
 
 const NEEDS_QUOTES = /[",\r\n]/;
@@ -10,6 +11,8 @@ const NEEDS_QUOTES = /[",\r\n]/;
 function csvField(value: WireValue): string {
   if (value === null) return '';
   if (typeof value !== 'string') return String(value);
+  const digits = bigIntegerDigits(value);
+  if (digits !== undefined) return digits;
   if (value === '') return '""';
   return NEEDS_QUOTES.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 }

@@ -1,4 +1,5 @@
 import type { FieldDescriptor, QueryState, WireValue } from '../../core/wire.js';
+import { unmarkJson } from '../big-integers.js';
 
 /** Everything a result body is made of, whatever its format. */
 export interface PageData {
@@ -86,7 +87,7 @@ export function jsonPageWriter(page: PageMeta, toJson: (rows: Rows) => string): 
       if (rows.length === 0) return;
       // One native stringify per chunk, encoded as it is and its brackets cut off the Buffer, so the
       // chunks join into one array: slicing or prefixing the string instead makes V8 copy it first.
-      const json = Buffer.from(toJson(rows), 'utf8');
+      const json = Buffer.from(unmarkJson(toJson(rows)), 'utf8');
       if (!first) parts.push(COMMA);
       parts.push(json.subarray(1, json.length - 1));
       first = false;

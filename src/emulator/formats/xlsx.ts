@@ -1,4 +1,5 @@
 import { PassThrough } from 'node:stream';
+import { bigIntegerDigits } from '../big-integers.js';
 import type { PageMeta, PageWriter } from './page.js';
 
 /**
@@ -16,8 +17,9 @@ export function escapeXlsxText(text: string): string {
   return text.replace(/_x([0-9A-Fa-f]{4})_/g, '_x005F_x$1_').replace(/\r/g, '_x000D_');
 }
 
+/** A big integer is a text cell of its digits: Excel's numbers are doubles, which would round it. */
 function escapeRow(row: readonly unknown[]): unknown[] {
-  return row.map((v) => (typeof v === 'string' ? escapeXlsxText(v) : v));
+  return row.map((v) => (typeof v === 'string' ? (bigIntegerDigits(v) ?? escapeXlsxText(v)) : v));
 }
 
 /**

@@ -32,11 +32,11 @@ export async function createQuery(
   }
   const checked = checkQueryBody(parsed);
   if (!checked.ok) return errorReply(400, checked.message);
-  const { seed, rowCap } = state.options;
+  const { seed, rowCap, bigIntegers } = state.options;
   const id = computeQueryId(dataset.id, checked.body, checked.tickers);
   const query = state.queries.getOrCreate(id, () => ({
     dataset,
-    plan: planResult(dataset, checked.tickers, seed, rowCap),
+    plan: planResult(dataset, checked.tickers, seed, rowCap, bigIntegers),
   }));
   const running = state.queries.stateOf(query) === 'running';
   return jsonReply(200, {
