@@ -122,15 +122,21 @@ export function formatDateDays(days: number): string {
   return `${pad(y, 4)}${pad(m, 2)}${pad(d, 2)}`;
 }
 
-/** Ms since the epoch → `YYYYMMDDTHHMMSSZ` (sub-second part dropped, as the wire has none). */
-export function formatTimestampMs(ms: number): string {
+/** Ms since the epoch → days since the epoch and the time of day, UTC (sub-second part dropped). */
+function splitMs(ms: number): [days: number, hh: string, mm: string, ss: string] {
   const days = Math.floor(ms / MS_PER_DAY);
   let rest = Math.floor((ms - days * MS_PER_DAY) / 1000);
   const ss = rest % 60;
   rest = (rest - ss) / 60;
   const mm = rest % 60;
   const hh = (rest - mm) / 60;
-  return `${formatDateDays(days)}T${pad(hh, 2)}${pad(mm, 2)}${pad(ss, 2)}Z`;
+  return [days, pad(hh, 2), pad(mm, 2), pad(ss, 2)];
+}
+
+/** Ms since the epoch → `YYYYMMDDTHHMMSSZ` (sub-second part dropped, as the wire has none). */
+export function formatTimestampMs(ms: number): string {
+  const [days, hh, mm, ss] = splitMs(ms);
+  return `${formatDateDays(days)}T${hh}${mm}${ss}Z`;
 }
 
 /** Days since the epoch → ISO 8601 `YYYY-MM-DD` (the `dates: 'string'` spelling of a date). */
@@ -141,11 +147,6 @@ export function isoDate(days: number): string {
 
 /** Ms since the epoch → ISO 8601 in UTC, `YYYY-MM-DDTHH:MM:SSZ` (the wire has no sub-seconds). */
 export function isoTimestamp(ms: number): string {
-  const days = Math.floor(ms / MS_PER_DAY);
-  let rest = Math.floor((ms - days * MS_PER_DAY) / 1000);
-  const ss = rest % 60;
-  rest = (rest - ss) / 60;
-  const mm = rest % 60;
-  const hh = (rest - mm) / 60;
-  return `${isoDate(days)}T${pad(hh, 2)}:${pad(mm, 2)}:${pad(ss, 2)}Z`;
+  const [days, hh, mm, ss] = splitMs(ms);
+  return `${isoDate(days)}T${hh}:${mm}:${ss}Z`;
 }
