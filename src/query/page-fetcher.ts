@@ -107,8 +107,11 @@ export interface PageTiming {
 async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSignal): Promise<Piece> {
   const ended = await ctx.onSend?.(signal);
   try {
-    // A page served another way (the query's own first page, already in hand) is never slow.
-    if (ctx.hedge === undefined || ctx.openPage) return await fetchPieceSent(ctx, sub, signal);
+    // A page served another way (the query's own first page, already in hand) is never slow; under a
+    // rate limit (set or learned) a request is what a read costs, so none is sent twice.
+    if (ctx.hedge === undefined || ctx.openPage || ctx.client.http.rateLimited) {
+      return await fetchPieceSent(ctx, sub, signal);
+    }
     const sentAt = performance.now();
     const piece = await ctx.hedge.run(
       (s) => fetchPieceSent(ctx, sub, s),
