@@ -1,33 +1,18 @@
 /**
- * One true line for the connection failures that OpenSSL and undici name in their own words
- * (`DEPTH_ZERO_SELF_SIGNED_CERT`, `ssl3_get_record:wrong version number`, `UND_ERR_SOCKET: other side
- * closed`): what happened, in terms of the address the user gave. The code stays in the line, for a
- * search.
+ * One true line for the protocol mix-ups that OpenSSL and undici name in their own words
+ * (`ssl3_get_record:wrong version number`, `UND_ERR_SOCKET: other side closed`): what happened, in terms
+ * of the address the user gave. The code stays in the line, for a search. Certificates are not here: the
+ * transport turns every certificate failure into a `ConnectionError` (transport/connect-errors.ts) that
+ * names the issuer and how to pass a CA.
  */
 import { NetworkError } from '../core/errors.js';
 
 export interface ConnectionReason {
-  /** What went wrong, e.g. "the service's TLS certificate is self-signed ...". */
+  /** What went wrong, e.g. "the address says https://, but the server did not answer in TLS". */
   readonly reason: string;
   /** What to do about it. */
   readonly hint: string;
 }
-
-const TRUST =
-  'Node trusts the certificate authorities of the file in NODE_EXTRA_CA_CERTS as well as its own.';
-
-const CERTIFICATE: Readonly<Record<string, string>> = {
-  DEPTH_ZERO_SELF_SIGNED_CERT: "the service's TLS certificate is self-signed, and not trusted here",
-  SELF_SIGNED_CERT_IN_CHAIN:
-    "the service's TLS certificate chain ends in a self-signed authority not trusted here (a company proxy's or a private one?)",
-  UNABLE_TO_VERIFY_LEAF_SIGNATURE:
-    "the service's TLS certificate is signed by an authority not trusted here (a company proxy's or a private one?)",
-  UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
-    "the service's TLS certificate is signed by an authority not trusted here (a company proxy's or a private one?)",
-  CERT_HAS_EXPIRED: "the service's TLS certificate has expired",
-  CERT_NOT_YET_VALID: "the service's TLS certificate is not valid yet (is this machine's clock right?)",
-  ERR_TLS_CERT_ALTNAME_INVALID: "the service's TLS certificate is for another host name",
-};
 
 /** The `code`s of an error and its causes, outermost first. */
 function codesOf(err: unknown): string[] {
@@ -48,10 +33,6 @@ export function connectionReason(err: unknown): ConnectionReason | undefined {
   const codes = codesOf(err.cause);
   const text = err.message;
   const https = err.url.startsWith('https:');
-  for (const code of codes) {
-    const reason = CERTIFICATE[code];
-    if (reason) return { reason: `${reason} (${code})`, hint: TRUST };
-  }
   if (https && (codes.includes('ERR_SSL_WRONG_VERSION_NUMBER') || /wrong version number/.test(text))) {
     return {
       reason:
