@@ -19,6 +19,8 @@ const secrets = new Set<string>();
 // Rebuilt on the next redaction after a key is registered.
 let masker: Masker | undefined;
 let maskerStale = true;
+/** The masker of the latest `extra` keys, with the registered ones they were combined with. */
+let extraMasker: { readonly id: string; readonly masker: Masker | undefined } | undefined;
 
 /** Registers a key to be masked from now on. Empty strings are ignored. */
 export function registerSecret(secret: string | undefined): void {
@@ -126,7 +128,12 @@ function mask(text: string, masker: Masker | undefined): string {
 
 /** `text` with every registered key (and `extra` ones) masked as `***`, in any spelling and any case. */
 export function redactSecrets(text: string, extra?: readonly string[]): string {
-  if (extra && extra.length > 0) return mask(text, maskerFor([...secrets, ...extra]));
+  if (extra && extra.length > 0) {
+    // The CLI passes the same keys with every line it prints: compile their masker once.
+    const id = JSON.stringify([...secrets, ...extra]);
+    if (extraMasker?.id !== id) extraMasker = { id, masker: maskerFor([...secrets, ...extra]) };
+    return mask(text, extraMasker.masker);
+  }
   if (secrets.size === 0) return text;
   if (maskerStale) {
     masker = maskerFor(secrets);
