@@ -7,6 +7,7 @@
  * exactly what a service counting "20 per minute" answers with 429. Here at most `requests` requests
  * start in any `intervalMs` span.
  */
+import { channel } from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
 import { sleep } from '../core/abortable.js';
 import { checkInteger } from '../core/validate.js';
@@ -17,6 +18,12 @@ export interface RateLimitOptions {
   /** The interval, in ms. @default 60_000 */
   readonly intervalMs?: number;
 }
+
+/**
+ * Each admission's time (`performance.now()`), published only while someone subscribes: what the limiter
+ * bounds, for tests (undici's request:create comes a few ms later, not always the same few).
+ */
+const admitted = channel('dqs-client:rate-limit:admit');
 
 export class RateLimiter {
   readonly #requests: number;
@@ -57,6 +64,7 @@ export class RateLimiter {
       while (this.#sent.length > 0 && now - this.#sent[0]! >= this.#intervalMs) this.#sent.shift();
       if (this.#sent.length < this.#requests) {
         this.#sent.push(now);
+        if (admitted.hasSubscribers) admitted.publish({ at: now });
         return;
       }
       // +1: timers may fire a fraction of a ms early against performance.now().
