@@ -7,7 +7,6 @@
  * separate 1-row request for the descriptors: the first data page carries them and is kept for the
  * stream, which then starts at the page after it.
  */
-import { Readable } from 'node:stream';
 import type { CacheEvent } from './cache/events.js';
 import { type CacheOptions, normalizeCacheOptions } from './cache/options.js';
 import { ResultCache } from './cache/result-cache.js';
@@ -19,8 +18,9 @@ import { readTableEnvelope } from './decode/table-json-fast.js';
 import { adaptiveConcurrency } from './query/concurrency.js';
 import type { PageRange } from './query/page-plan.js';
 import { checkRowLimit } from './query/page-plan.js';
-import { QueryResult, type QueryResult as QueryResultType } from './query/query-result.js';
-import { type FirstPage, type ResultSource, ResultStream } from './query/result-stream.js';
+import { QueryResult } from './query/query-result.js';
+import type { KeptPage, ResultSource } from './query/result-source.js';
+import { ResultStream } from './query/result-stream.js';
 import { type ConcurrencyChange, RequestScheduler } from './query/scheduler.js';
 import {
   DEFAULT_MAX_CONCURRENCY,
@@ -30,10 +30,9 @@ import {
 } from './query/stream-options.js';
 import { createAndWait, type WaitOptions, waitForQuery } from './query/wait.js';
 import { type CheckTickersMode, normalizeCheckTickers, tickerCheck } from './tickers/coverage.js';
-import { type CallOptions, EndpointClient } from './transport/endpoints.js';
-import { bodyText, type HttpResponse } from './transport/http.js';
+import { EndpointClient, type PageBytes } from './transport/endpoints.js';
+import { bodyText } from './transport/http.js';
 import type { ClientOptions } from './transport/options.js';
-import { checkDatasetId, checkQueryId } from './transport/validate.js';
 
 export interface QueryOptions extends WaitOptions {
   /**
@@ -127,7 +126,17 @@ export class DatasetClient extends EndpointClient {
    * const result = await client.query('job_listings', { tickers: ['nasdaq:aapl'] });
    * for await (const batch of result.stream()) console.log(batch.numRows);
    */
-  async query(datasetId: string, body: QueryBody = {}, options: QueryOptions = {}): Promise<QueryResultType> {
+  async query(datasetId: string, body: QueryBody = {}, options: QueryOptions = {}): Promise<QueryResult> {
+    return new QueryResult(await this.#query(datasetId, body, options, normalizeQueryOptions(options)));
+  }
+
+  /** The query's lifecycle, through the cache when there is one, with its limits already checked. */
+  async #query(
+    datasetId: string,
+    body: QueryBody,
+    options: QueryOptions,
+    limits: QueryLimits,
+  ): Promise<ResultSource> {
     const tickers = tickerCheck(
       this,
       datasetId,
@@ -139,7 +148,7 @@ export class DatasetClient extends EndpointClient {
     const cache = options.cache === false ? undefined : this.#cache;
     if (cache === undefined) {
       tickers?.report(await tickers.run());
-      return this.#fetch(datasetId, body, options);
+      return this.#fetch(datasetId, body, options, limits);
     }
     return cache.query({
       client: this,
@@ -150,7 +159,7 @@ export class DatasetClient extends EndpointClient {
       refresh: options.cache === 'refresh' || cache.options.refresh,
       scheduler: this.scheduler,
       fetch: (handle, signal) =>
-        this.#fetch(datasetId, body, signal ? { ...options, signal } : options, handle),
+        this.#fetch(datasetId, body, signal ? { ...options, signal } : options, limits, handle),
     });
   }
 
@@ -159,9 +168,9 @@ export class DatasetClient extends EndpointClient {
     datasetId: string,
     body: QueryBody,
     options: QueryOptions,
+    limits: QueryLimits,
     existing?: QueryHandle,
-  ): Promise<QueryResultType> {
-    const { maxRows, firstPageRows } = normalizeQueryOptions(options);
+  ): Promise<ResultSource> {
     const { handle, status } = existing
       ? {
           handle: existing,
@@ -175,12 +184,7 @@ export class DatasetClient extends EndpointClient {
       ? { total: status.total, truncated: status.truncated, formats: [...status.formats] }
       : { total: handle.total, truncated: undefined, formats: [...handle.formats] };
     if (known.formats.length === 0) known.formats = [...handle.formats];
-    return this.#result(datasetId, handle.id, known, {
-      ...options,
-      maxRows,
-      firstPageRows,
-      descriptorKey: descriptorKey(datasetId, body),
-    });
+    return this.#result(datasetId, handle.id, known, options.signal, limits, descriptorKey(datasetId, body));
   }
 
   /**
@@ -190,30 +194,27 @@ export class DatasetClient extends EndpointClient {
    * const result = await client.result(checkpoint.datasetId, checkpoint.queryId);
    * result.stream({ startRow: checkpoint.nextRow });
    */
-  async result(datasetId: string, queryId: string, options: QueryOptions = {}): Promise<QueryResultType> {
-    const { maxRows, firstPageRows } = normalizeQueryOptions(options);
+  async result(datasetId: string, queryId: string, options: QueryOptions = {}): Promise<QueryResult> {
+    const limits = normalizeQueryOptions(options);
     const status = await waitForQuery(this, datasetId, queryId, options);
     const known = { total: status.total, truncated: status.truncated, formats: [...status.formats] };
-    return this.#result(datasetId, queryId, known, { ...options, maxRows, firstPageRows });
+    return new QueryResult(await this.#result(datasetId, queryId, known, options.signal, limits));
   }
 
+  /** Describes a complete query; `key` is its `descriptorKey` (unset for a query known only by its id). */
   async #result(
     datasetId: string,
     queryId: string,
     known: Known,
-    options: CallOptions & {
-      readonly maxRows: number;
-      readonly firstPageRows: number;
-      /** The query's `descriptorKey` (unset for a query known only by its id). */
-      readonly descriptorKey?: string;
-    },
-  ): Promise<QueryResultType> {
+    signal: AbortSignal | undefined,
+    limits: QueryLimits,
+    key?: string,
+  ): Promise<ResultSource> {
     // Before any page: a total the server made up is refused, not read.
-    checkRowLimit(known.total, options.maxRows);
+    checkRowLimit(known.total, limits.maxRows);
     let fields: readonly FieldDescriptor[];
-    let firstPage: FirstPage | undefined;
+    let firstPage: KeptPage | undefined;
     let lastDateUpdated: string | undefined;
-    const key = options.descriptorKey;
     // An empty result has nothing to read but its column descriptors, and a result of the same dataset
     // and body read before has shown them: the GET is spared (a fan-out of one query per ticker has many
     // empty results, 24 of 120 over every ticker of three emulator datasets: a round trip and the
@@ -224,35 +225,36 @@ export class DatasetClient extends EndpointClient {
       fields = reused.fields;
       lastDateUpdated = reused.lastDateUpdated;
     } else if (known.formats.length === 0 || known.formats.includes(MediaType.table)) {
-      const first = await this.#firstPage(datasetId, queryId, known, options);
+      const first = await this.#firstPage(datasetId, queryId, known, signal, limits.firstPageRows);
       fields = first.fields;
       firstPage = first.page;
       lastDateUpdated = first.lastDateUpdated;
       if (key !== undefined) this.#remember(key, { fields, lastDateUpdated });
     } else {
-      fields = (await this.getDataset(datasetId, { signal: options.signal })).fields;
+      fields = (await this.getDataset(datasetId, { signal })).fields;
     }
     if (known.truncated === undefined) {
       // Only a result at the row cap can have been cut, and only a HEAD says so when the GET did not.
       known.truncated =
-        known.total >= ROW_CAP
-          ? (await this.checkQuery(datasetId, queryId, { signal: options.signal })).truncated
-          : false;
+        known.total >= ROW_CAP ? (await this.checkQuery(datasetId, queryId, { signal })).truncated : false;
     }
-    const source: ResultSource & { firstPage: FirstPage | undefined } = {
-      client: this,
+    return {
+      pages: this.pages,
       datasetId,
       id: queryId,
       total: known.total,
       truncated: known.truncated,
       formats: known.formats,
       fields,
-      maxResponseBytes: this.http.maxResponseBytes,
       scheduler: this.scheduler,
-      firstPage,
+      // The first stream that starts at row 1 in table JSON takes it instead of asking again (once).
+      takeFirstPage: () => {
+        const page = firstPage;
+        firstPage = undefined;
+        return page;
+      },
       lastDateUpdated,
     };
-    return new QueryResult(source);
   }
 
   /** Keeps a result's descriptors for empty results of the same query shape (a bounded number of shapes). */
@@ -273,39 +275,39 @@ export class DatasetClient extends EndpointClient {
     datasetId: string,
     queryId: string,
     known: Known,
-    options: CallOptions & { readonly firstPageRows: number },
+    signal: AbortSignal | undefined,
+    firstPageRows: number,
   ): Promise<{
     fields: readonly FieldDescriptor[];
-    page: FirstPage | undefined;
+    page: KeptPage | undefined;
     lastDateUpdated: string;
   }> {
     // A small result is read whole (it is the stream's only page); a large one gives one row for its
     // descriptors, as does a small one whose single page would exceed `maxResponseBytes`.
-    let limit = known.total <= options.firstPageRows ? Math.max(1, known.total) : 1;
-    let read: { response: HttpResponse; bytes: Buffer };
+    let limit = known.total <= firstPageRows ? Math.max(1, known.total) : 1;
+    let read: PageBytes;
     try {
-      read = await this.#readFirst(datasetId, queryId, limit, options.signal);
+      read = await this.readPageBytes(datasetId, queryId, { start: 1, limit, signal });
     } catch (err) {
       if (!(err instanceof ResponseTooLargeError) || limit === 1) throw err;
       limit = 1;
-      read = await this.#readFirst(datasetId, queryId, limit, options.signal);
+      read = await this.readPageBytes(datasetId, queryId, { start: 1, limit, signal });
     }
-    const { response, bytes } = read;
     const range: PageRange = { start: 1, limit };
     // The envelope from the bytes, the rows not read (the stream decodes them once, from these same
     // bytes, and checks them against `count`); anything unusual takes the reference parse, which gives
     // the same envelope or the right error.
     const page =
-      readTableEnvelope(bytes) ?? envelopeOf(parseTablePage(bodyText(bytes, response.info), range));
+      readTableEnvelope(read.bytes) ?? envelopeOf(parseTablePage(bodyText(read.bytes, read.info), range));
     if (page.total !== known.total) {
       throw new ProtocolError(
         `the result's total changed from ${known.total} to ${page.total} between the query and its first page`,
-        response.info,
+        read.info,
       );
     }
-    const truncated = headerOf(response, 'x-truncated');
+    const truncated = headerOf(read, 'x-truncated');
     if (truncated !== undefined) known.truncated = truncated.trim().toLowerCase() === 'true';
-    const formats = headerOf(response, 'x-formats');
+    const formats = headerOf(read, 'x-formats');
     if (known.formats.length === 0 && formats) {
       known.formats = formats
         .split(',')
@@ -314,25 +316,14 @@ export class DatasetClient extends EndpointClient {
     }
     const lastDateUpdated = page.lastDateUpdated;
     if (limit === 1 || page.rowCount === 0) return { fields: page.fields, page: undefined, lastDateUpdated };
-    const served: PageRange = { start: 1, limit: Math.min(limit, page.rowCount) };
-    const open = async (asked: PageRange, signal: AbortSignal): Promise<HttpResponse> => {
-      // The stream asks for exactly the range kept (or, after a short page, the rest: a real GET).
-      if (asked.start !== served.start || asked.limit !== served.limit) {
-        return this.openPage(datasetId, queryId, { ...asked, signal, retry: false });
-      }
-      return replay(bytes, response);
+    const kept: KeptPage = {
+      range: { start: 1, limit: Math.min(limit, page.rowCount) },
+      bytes: read.bytes,
+      wireBytes: read.wireBytes,
+      codings: read.codings,
+      info: read.info,
     };
-    return { fields: page.fields, page: { range: served, open }, lastDateUpdated };
-  }
-
-  #readFirst(datasetId: string, queryId: string, limit: number, signal: AbortSignal | undefined) {
-    return this.http.bytes({
-      method: 'GET',
-      segments: ['datasets', checkDatasetId(datasetId), 'query', checkQueryId(queryId)],
-      query: { start: 1, limit },
-      accept: MediaType.table,
-      signal,
-    });
+    return { fields: page.fields, page: kept, lastDateUpdated };
   }
 
   /**
@@ -347,14 +338,10 @@ export class DatasetClient extends EndpointClient {
     options: StreamOptions & Omit<QueryOptions, 'signal'> = {},
   ): ResultStream {
     const normalized = normalizeStreamOptions(options);
+    // The stream's options are checked once, here; the query's limits follow from them.
+    const limits: QueryLimits = { maxRows: normalized.maxRows, firstPageRows: normalized.pageSize };
     return new ResultStream(
-      (signal): Promise<ResultSource> =>
-        this.query(datasetId, body, {
-          ...options,
-          signal,
-          maxRows: normalized.maxRows,
-          firstPageRows: normalized.pageSize,
-        }),
+      (signal): Promise<ResultSource> => this.#query(datasetId, body, { ...options, signal }, limits),
       normalized,
     );
   }
@@ -385,33 +372,20 @@ interface Known {
   formats: string[];
 }
 
-function normalizeQueryOptions(options: QueryOptions): { maxRows: number; firstPageRows: number } {
+/** A query's checked limits: the most rows its total may say, and the rows of its first page. */
+interface QueryLimits {
+  readonly maxRows: number;
+  readonly firstPageRows: number;
+}
+
+function normalizeQueryOptions(options: QueryOptions): QueryLimits {
   return {
     maxRows: optionalInteger(options.maxRows, 'maxRows', 0, ROW_CAP),
     firstPageRows: optionalInteger(options.firstPageRows, 'firstPageRows', 1, DEFAULT_PAGE_SIZE),
   };
 }
 
-function headerOf(response: HttpResponse, name: string): string | undefined {
+function headerOf(response: PageBytes, name: string): string | undefined {
   const v = response.headers[name];
   return Array.isArray(v) ? v.join(',') : v;
-}
-
-/** The kept body served as a response again: same headers and info, nothing more to release. */
-function replay(body: Buffer, original: HttpResponse): HttpResponse {
-  const stream = Readable.from([body], { objectMode: false });
-  return {
-    status: original.status,
-    headers: { ...original.headers, 'content-length': String(body.length), 'content-encoding': undefined },
-    body: stream as unknown as HttpResponse['body'],
-    // Served again as it was decoded; the bytes it took on the wire are the original's. Not timed again.
-    codings: [],
-    wireBytes: (decoded) => original.wireBytes(decoded),
-    measured: () => {},
-    info: original.info,
-    done: () => {},
-    streaming: () => {},
-    signal: new AbortController().signal,
-    whole: body,
-  };
 }

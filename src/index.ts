@@ -91,16 +91,8 @@ export { toJsonl } from './output/jsonl.js';
 export { type ParquetCompression, type ParquetOptions, toParquet } from './output/parquet.js';
 export { type QueryEachItem, type QueryEachOptions, queryEach } from './query/fan-out.js';
 export { type DownloadOptions, QueryResult } from './query/query-result.js';
-export {
-  type Checkpoint,
-  type LocalMark,
-  type LocalReadContext,
-  type LocalRows,
-  type LocalStep,
-  type ProgressEvent,
-  type ResultSource,
-  ResultStream,
-} from './query/result-stream.js';
+export type { ResultInfo } from './query/result-source.js';
+export { type Checkpoint, type ProgressEvent, ResultStream } from './query/result-stream.js';
 export type { ConcurrencyChange } from './query/scheduler.js';
 export type { StreamOptions } from './query/stream-options.js';
 export { type CheckTickersMode, unknownTickers } from './tickers/coverage.js';

@@ -14,7 +14,7 @@ import type {
   LocalRows,
   LocalStep,
   ResultSource,
-} from '../query/result-stream.js';
+} from '../query/result-source.js';
 import { ResultStream } from '../query/result-stream.js';
 import { checkIdentity, type EntryHeader, EntryProblem } from './entry-format.js';
 import { EntryWriter, type LoadedEntry, loadEntry, removeEntry, touchEntry } from './entry-store.js';

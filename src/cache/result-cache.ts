@@ -5,13 +5,13 @@
  * the descriptors, the total and the truncation headers), unless `maxAge` allows it without asking. Any
  * difference, or a query still running, means the result is read from the service and the entry replaced.
  */
-import { MediaType, type QueryBody, type QueryHandle } from '../core/wire.js';
+import type { QueryBody, QueryHandle } from '../core/wire.js';
 import { parseTablePage } from '../decode/table-json.js';
-import { QueryResult } from '../query/query-result.js';
-import type { ResultSource } from '../query/result-stream.js';
+import type { ResultSource } from '../query/result-source.js';
 import type { RequestScheduler } from '../query/scheduler.js';
 import type { TickerCheck } from '../tickers/coverage.js';
 import { type EndpointClient, statusFromHeaders } from '../transport/endpoints.js';
+import { bodyText } from '../transport/http.js';
 import { CachedRows } from './cached-rows.js';
 import {
   checkIdentity,
@@ -34,7 +34,7 @@ export interface CachedQuery {
   /** Never serve the entry: read the service and replace it. */
   readonly refresh: boolean;
   /** The uncached lifecycle; given a handle, it goes on from that POST instead of making another. */
-  readonly fetch: (handle?: QueryHandle, signal?: AbortSignal) => Promise<QueryResult>;
+  readonly fetch: (handle?: QueryHandle, signal?: AbortSignal) => Promise<ResultSource>;
   /** The client's shared scheduler, for streams of a hit that read the service after all. */
   readonly scheduler?: RequestScheduler | undefined;
   /**
@@ -74,7 +74,7 @@ export class ResultCache {
     return entryKey({ baseUrl, datasetId, body, account: accountId(secret, await this.#credential()) });
   }
 
-  async query(q: CachedQuery): Promise<QueryResult> {
+  async query(q: CachedQuery): Promise<ResultSource> {
     const { client, datasetId } = q;
     const baseUrl = client.baseUrl;
     const body = canonicalBody(q.body);
@@ -105,29 +105,28 @@ export class ResultCache {
       entry: EntryHeader | undefined,
       unknownTickers: readonly string[] | undefined,
       preloaded?: Promise<LoadedEntry>,
-    ): QueryResult =>
-      new QueryResult({
-        ...source,
-        local: new CachedRows({
-          cache: {
-            dir: this.options.dir,
-            emit: this.#emit,
-            stored: async () => {
-              const done = await evict(this.options.dir, this.options.maxBytes);
-              if (done.removed > 0) this.#emit({ type: 'evicted', ...done });
-            },
+    ): ResultSource => ({
+      ...source,
+      local: new CachedRows({
+        cache: {
+          dir: this.options.dir,
+          emit: this.#emit,
+          stored: async () => {
+            const done = await evict(this.options.dir, this.options.maxBytes);
+            if (done.removed > 0) this.#emit({ type: 'evicted', ...done });
           },
-          key,
-          path,
-          baseUrl,
-          body,
-          source,
-          entry,
-          unknownTickers,
-          preloaded,
-          refetch: (signal) => q.fetch(undefined, signal),
-        }),
-      });
+        },
+        key,
+        path,
+        baseUrl,
+        body,
+        source,
+        entry,
+        unknownTickers,
+        preloaded,
+        refetch: (signal) => q.fetch(undefined, signal),
+      }),
+    });
 
     const entry = q.refresh ? undefined : await this.#header(path, { key, baseUrl, datasetId, body });
     if (!entry) {
@@ -156,14 +155,13 @@ export class ResultCache {
       });
       return wrap(
         {
-          client,
+          pages: client.pages,
           datasetId,
           id: entry.queryId,
           total: entry.total,
           truncated: entry.truncated,
           formats: entry.formats,
           fields: entry.fields,
-          maxResponseBytes: client.http.maxResponseBytes,
           scheduler: q.scheduler,
           lastDateUpdated: entry.lastDateUpdated,
         },
@@ -211,14 +209,8 @@ export class ResultCache {
     entry: EntryHeader,
     signal: AbortSignal | undefined,
   ): Promise<string | undefined> {
-    const { response, text } = await client.http.text({
-      method: 'GET',
-      segments: ['datasets', datasetId, 'query', handle.id],
-      query: { start: 1, limit: 1 },
-      accept: MediaType.table,
-      signal,
-    });
-    const page = parseTablePage(text, { start: 1, limit: 1 });
+    const response = await client.readPageBytes(datasetId, handle.id, { start: 1, limit: 1, signal });
+    const page = parseTablePage(bodyText(response.bytes, response.info), { start: 1, limit: 1 });
     if (page.last_date_updated !== entry.lastDateUpdated) {
       return `last_date_updated is ${page.last_date_updated}, the entry's ${entry.lastDateUpdated}`;
     }
@@ -226,7 +218,7 @@ export class ResultCache {
     if (JSON.stringify(page.fields) !== JSON.stringify(entry.fields)) return 'the column descriptors changed';
     // Only when the GET carries the header: a service that sends it on HEAD only must not look stale.
     if (response.headers['x-truncated'] !== undefined) {
-      const { truncated } = statusFromHeaders(response);
+      const { truncated } = statusFromHeaders({ ...response, status: 200 });
       if (truncated !== entry.truncated) return `truncated is ${truncated}, the entry's ${entry.truncated}`;
     }
     return undefined;

@@ -13,7 +13,7 @@ import {
   RecordBatchBuilder,
   rebatch,
 } from '../convert/index.js';
-import type { LocalReadContext, LocalStep } from '../query/result-stream.js';
+import type { LocalReadContext, LocalStep } from '../query/result-source.js';
 import { EntryProblem } from './entry-format.js';
 
 /** Row objects made at a time (as the page engine's row converter). */

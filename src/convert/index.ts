@@ -3,6 +3,14 @@
 export { type ConvertOptions, RecordBatchBuilder } from './batch-builder.js';
 export type { DecodedColumn, DecodedColumns } from './column-data.js';
 export { COLUMN_KINDS, type ColumnKind, columnKind, isColumnKind } from './column-kind.js';
+export {
+  arrowConverter,
+  type Chunk,
+  type ConverterOptions,
+  type PageConverter,
+  rowConverter,
+} from './page-converters.js';
+export { type ConvertiblePage, type PagePart, partLength } from './page-parts.js';
 export { type ColumnPlan, planColumns } from './plan.js';
 export { concatBatches, rebatch, rebatchAsync } from './rebatch.js';
 export {

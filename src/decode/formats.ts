@@ -9,6 +9,7 @@
  */
 
 import type { DecodedColumns } from '../convert/column-data.js';
+import type { PagePart } from '../convert/page-parts.js';
 import type { ColumnPlan } from '../convert/plan.js';
 import { DecodeError, type PageRef, safeRepr } from '../core/errors.js';
 import { MediaType, type WireValue } from '../core/wire.js';
@@ -27,7 +28,7 @@ export interface PageEnvelope {
 }
 
 /** The rows of a page: wire rows (reference decoders) or decoded columns (fast decoders). */
-export type PagePart = WireValue[][] | DecodedColumns;
+export type { PagePart } from '../convert/page-parts.js';
 
 /** A decoded page: its rows and, for formats that have one, its envelope (else the headers tell). */
 export interface DecodedPage {

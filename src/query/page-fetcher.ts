@@ -5,6 +5,7 @@
  */
 
 import { channel } from 'node:diagnostics_channel';
+import { type PagePart, partLength } from '../convert/page-parts.js';
 import {
   atPage,
   DqsError,
@@ -13,18 +14,17 @@ import {
   QueryFailedError,
   ResponseTooLargeError,
 } from '../core/errors.js';
-import type { BodyPool, PageBody, PageDecoder, PagePart } from '../decode/index.js';
-import type { EndpointClient } from '../transport/endpoints.js';
-import { statusFromHeaders } from '../transport/endpoints.js';
+import type { BodyPool, PageBody, PageDecoder } from '../decode/index.js';
+import { type PageTransport, statusFromHeaders } from '../transport/endpoints.js';
 import { bodyLimit, discardBody, type HttpResponse, readBounded, translateError } from '../transport/http.js';
 import { type RetryEvent, withRetry } from '../transport/retry.js';
 import type { HedgePolicy } from './hedge.js';
 import type { PageRange } from './page-plan.js';
-
-export type { PagePart } from '../decode/index.js';
+import type { PageSlot } from './page-slot.js';
+import type { KeptPage } from './result-source.js';
 
 export interface PageFetchContext {
-  readonly client: EndpointClient;
+  readonly pages: PageTransport;
   readonly datasetId: string;
   readonly queryId: string;
   /** The result's total, as the query reported it; every page must agree. */
@@ -34,27 +34,8 @@ export interface PageFetchContext {
   readonly decoder: PageDecoder;
   readonly maxResponseBytes: number;
   readonly timeoutMs?: number | undefined;
-  /** Told about each retried page request (the stream steps its concurrency down on 429s). */
-  readonly onRetry?: ((event: RetryEvent) => void) | undefined;
-  /**
-   * Told as each page request goes out (it may first wait for a slot, when the page's earlier request
-   * gave its slot back); the function it returns, once that request has ended.
-   */
-  readonly onSend?: ((signal: AbortSignal) => Promise<() => void>) | undefined;
-  /**
-   * A request's body has been read whole, `bytes` of it, before it is decoded: its network slot can go
-   * to the next request while the page is decoded.
-   */
-  readonly onBodyRead?: ((bytes: number) => void) | undefined;
   /** Sends a page request again on another connection when it is much slower than the usual (hedge.ts). */
   readonly hedge?: HedgePolicy | undefined;
-  /** Opens a page's response another way (a page already read with the query); default: a GET. */
-  readonly openPage?: ((range: PageRange, signal: AbortSignal) => Promise<HttpResponse>) | undefined;
-}
-
-/** Rows in a part. */
-export function partLength(part: PagePart): number {
-  return Array.isArray(part) ? part.length : part.length;
 }
 
 /** The rows of one planned page, in order, and the body bytes they took. */
@@ -104,17 +85,25 @@ export interface PageTiming {
   readonly decodeMs: number;
 }
 
-async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSignal): Promise<Piece> {
-  const ended = await ctx.onSend?.(signal);
+async function fetchPiece(
+  ctx: PageFetchContext,
+  sub: PageRange,
+  signal: AbortSignal,
+  slot: PageSlot,
+  kept: KeptPage | undefined,
+): Promise<Piece> {
+  const ended = await slot.send(signal);
   try {
-    // A page served another way (the query's own first page, already in hand) is never slow; under a
-    // rate limit (set or learned) a request is what a read costs, so none is sent twice.
-    if (ctx.hedge === undefined || ctx.openPage || ctx.client.http.rateLimited) {
-      return await fetchPieceSent(ctx, sub, signal);
+    // The query's own first page is already in hand: decoded, not asked for again (and never slow).
+    if (kept) {
+      const body = keptBody(kept, slot);
+      return await decodePiece(ctx, body, sub, kept.info, kept, { waitMs: 0, headersAt: body.readAt });
     }
+    // Under a rate limit (set or learned) a request is what a read costs, so none is sent twice.
+    if (ctx.hedge === undefined || ctx.pages.rateLimited) return await fetchPieceSent(ctx, sub, signal, slot);
     const sentAt = performance.now();
     const piece = await ctx.hedge.run(
-      (s) => fetchPieceSent(ctx, sub, s),
+      (s) => fetchPieceSent(ctx, sub, s, slot),
       signal,
       // The slower answer of a hedged request: its decoded columns go back to the decoder.
       (dropped) => {
@@ -124,57 +113,103 @@ async function fetchPiece(ctx: PageFetchContext, sub: PageRange, signal: AbortSi
     ctx.hedge.record(performance.now() - sentAt);
     return piece;
   } finally {
-    ended?.();
+    ended();
   }
 }
 
-async function fetchPieceSent(ctx: PageFetchContext, sub: PageRange, signal: AbortSignal): Promise<Piece> {
+async function fetchPieceSent(
+  ctx: PageFetchContext,
+  sub: PageRange,
+  signal: AbortSignal,
+  slot: PageSlot,
+): Promise<Piece> {
   const sentAt = performance.now();
-  const response = ctx.openPage
-    ? await ctx.openPage(sub, signal)
-    : await ctx.client.openPage(ctx.datasetId, ctx.queryId, {
-        start: sub.start,
-        limit: sub.limit,
-        mediaType: ctx.mediaType,
-        signal,
-        timeoutMs: ctx.timeoutMs,
-        retry: false,
-      });
+  const response = await ctx.pages.openPage(ctx.datasetId, ctx.queryId, {
+    start: sub.start,
+    limit: sub.limit,
+    mediaType: ctx.mediaType,
+    signal,
+    timeoutMs: ctx.timeoutMs,
+    retry: false,
+  });
   const headersAt = performance.now();
   try {
     // Formats without a page envelope (CSV, XLSX): position is what we asked for, and the total is the
     // HEAD's unless the response repeats the query headers (checked then). The spec shows none on the data GET.
     const status = ctx.decoder.format.envelope ? undefined : dataGetStatus(ctx, response);
-    const body = pageBody(response, ctx.maxResponseBytes, ctx.onBodyRead);
-    const { part, envelope } = await ctx.decoder.decode(body, sub).catch((err: unknown) => {
-      // V8 cannot make a string that long: a body too large to read as text, not a plain Error.
-      throw isStringTooLong(err)
-        ? new ResponseTooLargeError(response.info, ctx.maxResponseBytes, undefined, { cause: err })
-        : err;
-    });
-    const rows = partLength(part);
-    const wireBytes = response.wireBytes(body.bytes);
-    if (pageChannel.hasSubscribers) {
-      pageChannel.publish({
-        start: sub.start,
-        limit: sub.limit,
-        codings: response.codings,
-        wireBytes,
-        bytes: body.bytes,
-        waitMs: headersAt - sentAt,
-        bodyMs: body.readAt - headersAt,
-        decodeMs: performance.now() - body.readAt,
-      } satisfies PageTiming);
-    }
-    if (envelope === undefined)
-      return { part, rows, bytes: body.bytes, wireBytes, total: status!.total, start: sub.start };
-    if (rows !== envelope.count)
-      throw new ProtocolError(`page says count=${envelope.count} but holds ${rows} rows`, response.info);
-    return { part, rows, bytes: body.bytes, wireBytes, total: envelope.total, start: envelope.start };
+    const body = pageBody(response, ctx.maxResponseBytes, slot);
+    const wire = { codings: response.codings, wireBytes: () => response.wireBytes(body.bytes) };
+    return await decodePiece(
+      ctx,
+      body,
+      sub,
+      response.info,
+      wire,
+      { waitMs: headersAt - sentAt, headersAt },
+      status,
+    );
   } finally {
     discardBody(response);
     response.done();
   }
+}
+
+/** Decodes a page body and checks it against its envelope (or the query's headers). */
+async function decodePiece(
+  ctx: PageFetchContext,
+  body: PageBody & { readonly bytes: number; readonly readAt: number },
+  sub: PageRange,
+  info: { readonly method: string; readonly url: string },
+  wire: { readonly codings: readonly string[]; readonly wireBytes: number | (() => number) },
+  /** From sending the request to its response headers, and when those came. */
+  times: { readonly waitMs: number; readonly headersAt: number },
+  status?: { readonly total: number },
+): Promise<Piece> {
+  const { part, envelope } = await ctx.decoder.decode(body, sub).catch((err: unknown) => {
+    // V8 cannot make a string that long: a body too large to read as text, not a plain Error.
+    throw isStringTooLong(err)
+      ? new ResponseTooLargeError(info, ctx.maxResponseBytes, undefined, { cause: err })
+      : err;
+  });
+  const rows = partLength(part);
+  const wireBytes = typeof wire.wireBytes === 'number' ? wire.wireBytes : wire.wireBytes();
+  if (pageChannel.hasSubscribers) {
+    pageChannel.publish({
+      start: sub.start,
+      limit: sub.limit,
+      codings: wire.codings,
+      wireBytes,
+      bytes: body.bytes,
+      waitMs: times.waitMs,
+      bodyMs: body.readAt - times.headersAt,
+      decodeMs: performance.now() - body.readAt,
+    } satisfies PageTiming);
+  }
+  if (envelope === undefined) {
+    return { part, rows, bytes: body.bytes, wireBytes, total: status?.total ?? ctx.total, start: sub.start };
+  }
+  if (rows !== envelope.count)
+    throw new ProtocolError(`page says count=${envelope.count} but holds ${rows} rows`, info);
+  return { part, rows, bytes: body.bytes, wireBytes, total: envelope.total, start: envelope.start };
+}
+
+/** A kept page's bytes as a page body (already read and bounded once: no copy, no limit to check). */
+function keptBody(
+  kept: KeptPage,
+  slot: PageSlot,
+): PageBody & { readonly bytes: number; readonly readAt: number } {
+  const readAt = performance.now();
+  slot.bodyRead(kept.bytes.length);
+  return {
+    bytes: kept.bytes.length,
+    readAt,
+    async whole() {
+      return { body: kept.bytes, pooled: undefined };
+    },
+    async *chunks() {
+      yield kept.bytes;
+    },
+  };
 }
 
 function isStringTooLong(err: unknown): boolean {
@@ -209,7 +244,7 @@ function dataGetStatus(ctx: PageFetchContext, response: HttpResponse): { total: 
 function pageBody(
   response: HttpResponse,
   maxBytes: number,
-  onRead: ((bytes: number) => void) | undefined,
+  slot: PageSlot,
 ): PageBody & { readonly bytes: number; readonly readAt: number } {
   let bytes = 0;
   let readAt = 0;
@@ -217,7 +252,7 @@ function pageBody(
     bytes = size;
     readAt = performance.now();
     response.measured(size);
-    onRead?.(size);
+    slot.bodyRead(size);
   };
   return {
     get bytes() {
@@ -227,12 +262,6 @@ function pageBody(
       return readAt;
     },
     async whole(pool) {
-      if (response.whole) {
-        // Already read (and bounded) once: the decoders copy what they keep, so no copy is needed here.
-        bodyLimit(response, maxBytes)(response.whole.length);
-        read(response.whole.length);
-        return { body: response.whole, pooled: undefined };
-      }
       const got = pool
         ? await readPooled(response, pool, maxBytes)
         : { body: await readBounded(response, maxBytes), pooled: undefined };
@@ -315,11 +344,34 @@ async function readPooled(
   return { body: pooled.subarray(0, size), pooled };
 }
 
+/**
+ * Reads one planned page: its requests hold `slot` (told of each request, body and retry, and ended
+ * here); `kept`, the query's first page already in hand, serves the first request when it is this range.
+ */
 export async function fetchPage(
   ctx: PageFetchContext,
   range: PageRange,
   signal: AbortSignal,
+  slot: PageSlot,
+  kept?: KeptPage,
 ): Promise<PageData> {
+  try {
+    return await fetchPageParts(ctx, range, signal, slot, kept);
+  } finally {
+    slot.end();
+  }
+}
+
+async function fetchPageParts(
+  ctx: PageFetchContext,
+  range: PageRange,
+  signal: AbortSignal,
+  slot: PageSlot,
+  kept: KeptPage | undefined,
+): Promise<PageData> {
+  // Used once, for exactly its range: a retry (or anything else) is a real GET.
+  let keptLeft =
+    kept && kept.range.start === range.start && kept.range.limit === range.limit ? kept : undefined;
   const end = range.start + range.limit; // exclusive
   const parts: PagePart[] = [];
   let bytes = 0;
@@ -333,13 +385,17 @@ export async function fetchPage(
       // Retried as a whole (request, body and decode), so a body cut mid-way costs one more request,
       // never a lost or repeated row: the rows of a failed attempt are dropped with it.
       piece = await withRetry(
-        () => fetchPiece(ctx, sub, signal),
-        ctx.client.http.retryPolicy,
+        () => {
+          const from = keptLeft;
+          keptLeft = undefined;
+          return fetchPiece(ctx, sub, signal, slot, from);
+        },
+        ctx.pages.retryPolicy,
         `GET page start=${sub.start} limit=${sub.limit}`,
         signal,
         (event) => {
-          ctx.client.http.reportRetry(event);
-          ctx.onRetry?.(event);
+          ctx.pages.reportRetry(event);
+          slot.retried(event);
         },
       );
     } catch (err) {

@@ -1,9 +1,41 @@
 /**
- * The page plan: which rows to ask for next. It is a cursor, not a list, so its memory is O(1) whatever
- * total the server claims (a list of `{start, limit}` for `X-Total: 10^12` took gigabytes before the first
- * row was read), and its page size can change as the stream learns (bytes per row, a server that clamps).
+ * The page plan: which rows to ask for next, and how many per page. It is a cursor, not a list, so its
+ * memory is O(1) whatever total the server claims (a list of `{start, limit}` for `X-Total: 10^12` took
+ * gigabytes before the first row was read), and it sizes the pages planned after each page that arrives
+ * (bytes per row, a server that clamps, a rate limit).
  */
+import { type PagePart, partLength } from '../convert/page-parts.js';
 import { type PageRef, RowLimitError } from '../core/errors.js';
+
+/**
+ * Pages of about this many bytes, once the first page has shown the bytes per row. Every request pays a
+ * round trip and the service's fixed cost per page (measured in bench/wan.js: 40 ms + 30 ms a page), so
+ * pages much smaller than this spend their time on overhead, under a cap on requests in flight most of
+ * all; much larger ones make the window (`windowBytes`) hold few pages and the first batch come late.
+ */
+export const TARGET_PAGE_BYTES = 4.5e6;
+const MIN_AUTO_PAGE = 1000;
+const MAX_AUTO_PAGE = 50_000;
+/** With metered requests (a rate limit, set or learned), pages are this many rows at most. */
+const MAX_METERED_PAGE = 100_000;
+
+/** How a plan with `pageSize: 'auto'` sizes its pages. */
+export interface PageSizing {
+  /** Bytes the stream's window may hold: a metered plan asks for pages of half of it. */
+  readonly windowBytes: number;
+  /** Whether requests are metered now (a rate limit, set or learned). */
+  readonly rateLimited: () => boolean;
+}
+
+/** What the plan learns from: a page that has arrived. */
+export interface ArrivedPage {
+  readonly parts: readonly PagePart[];
+  readonly rowCount: number;
+  /** Decoded body bytes. */
+  readonly bytes: number;
+  /** Requests it took (more than 1: the server answered short). */
+  readonly requests: number;
+}
 
 /** One page request: 1-based `start` and the number of rows asked for (the `PageRef` errors name). */
 export type PageRange = PageRef;
@@ -17,10 +49,46 @@ export class PagePlan {
   /** The most rows the server answered to a bigger `limit` (it clamps): no page asks for more. */
   #clamp = Number.POSITIVE_INFINITY;
 
-  constructor(startRow: number, total: number, pageSize: number) {
+  /** Set for `pageSize: 'auto'`: how pages are sized from what arrives. */
+  readonly #sizing: PageSizing | undefined;
+  /** The bytes per row have set the page size (once). */
+  #sized: boolean;
+  /** Requests turned out metered: pages were made as large as the window allows (once). */
+  #metered = false;
+
+  constructor(startRow: number, total: number, pageSize: number, sizing?: PageSizing) {
     this.#next = startRow;
     this.#last = total;
     this.#pageSize = pageSize;
+    this.#sizing = sizing;
+    this.#sized = sizing === undefined;
+  }
+
+  /**
+   * Sizes the pages planned from now on from a page that has arrived (as soon as it has, not when the
+   * consumer reaches it: by then a fast link would have planned the whole result at the first guess).
+   * Never more rows than a server that clamps `limit` answers (a page that took more than one request
+   * shows it); with `'auto'`, ~TARGET_PAGE_BYTES pages at the first page's bytes per row; and under a rate
+   * limit, where requests rather than bytes are what a result costs, the rest in as few pages as the
+   * window holds two of (so one can be read while the next arrives).
+   */
+  learn(page: ArrivedPage): void {
+    const firstPart = page.parts[0];
+    const answered = firstPart === undefined ? 0 : partLength(firstPart);
+    if (page.requests > 1 && answered > 0) this.clampTo(answered);
+    const sizing = this.#sizing;
+    if (sizing === undefined || page.rowCount === 0) return;
+    const perRow = page.bytes / page.rowCount;
+    if (!this.#sized) {
+      this.#sized = true;
+      const rows = Math.round(TARGET_PAGE_BYTES / perRow / 1000) * 1000;
+      this.pageSize = Math.max(MIN_AUTO_PAGE, Math.min(MAX_AUTO_PAGE, rows));
+    }
+    if (!this.#metered && sizing.rateLimited()) {
+      this.#metered = true;
+      const rows = Math.floor(sizing.windowBytes / 2 / perRow / 1000) * 1000;
+      this.pageSize = Math.max(this.#pageSize, Math.min(MAX_METERED_PAGE, rows));
+    }
   }
 
   /** Rows per page from now on (pages already handed out keep theirs). */

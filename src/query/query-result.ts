@@ -8,9 +8,9 @@ import { type RecordBatch, Table } from 'apache-arrow';
 import { JUPYTER_DISPLAY, type MimeBundle, resultBundle, resultText } from '../analytics/result-display.js';
 import { invalid } from '../core/validate.js';
 import { type FieldDescriptor, type FormatName, MediaType } from '../core/wire.js';
-import type { CallOptions, EndpointClient } from '../transport/endpoints.js';
-import { type FirstPage, type LocalRows, type ResultSource, ResultStream } from './result-stream.js';
-import type { RequestScheduler } from './scheduler.js';
+import type { CallOptions } from '../transport/endpoints.js';
+import type { ResultInfo, ResultSource } from './result-source.js';
+import { ResultStream } from './result-stream.js';
 import { normalizeStreamOptions, type StreamOptions } from './stream-options.js';
 
 export interface DownloadOptions extends CallOptions {
@@ -22,8 +22,15 @@ export interface DownloadOptions extends CallOptions {
   readonly limit?: number;
 }
 
-export class QueryResult implements ResultSource {
-  readonly client: EndpointClient;
+/** Each result's source: how its pages are reached (internal to the library, see `resultSource`). */
+const sources = new WeakMap<QueryResult, ResultSource>();
+
+/** The source behind a result: for the library's own layers (the result cache), not its users. */
+export function resultSource(result: QueryResult): ResultSource {
+  return sources.get(result)!;
+}
+
+export class QueryResult implements ResultInfo {
   readonly datasetId: string;
   /** The query id (64 lower-case hex). */
   readonly id: string;
@@ -35,44 +42,28 @@ export class QueryResult implements ResultSource {
   readonly formats: readonly string[];
   /** The column descriptors, in row-value order. */
   readonly fields: readonly FieldDescriptor[];
+  /** The client's `maxResponseBytes`: no page body of this result is read past it. */
   readonly maxResponseBytes: number;
-  /** @internal The client's scheduler shared by `concurrency: 'auto'` streams. */
-  readonly scheduler: RequestScheduler | undefined;
-  #firstPage: FirstPage | undefined;
   /** `last_date_updated` of the result's pages, when the query offers table JSON. */
   readonly lastDateUpdated: string | undefined;
-  /** @internal Set when the client has a result cache. */
-  readonly local: LocalRows | undefined;
 
   /** @internal Use `client.query()`. */
-  constructor(init: ResultSource & { readonly firstPage?: FirstPage | undefined }) {
-    this.client = init.client;
-    this.datasetId = init.datasetId;
-    this.id = init.id;
-    this.total = init.total;
-    this.truncated = init.truncated;
-    this.formats = init.formats;
-    this.fields = init.fields;
-    this.maxResponseBytes = init.maxResponseBytes;
-    this.scheduler = init.scheduler;
-    this.#firstPage = init.firstPage;
-    this.lastDateUpdated = init.lastDateUpdated;
-    this.local = init.local;
-  }
-
-  /**
-   * @internal The first page, read with the query for its descriptors: the first stream that starts at
-   * row 1 in table JSON takes it instead of asking again (once; later streams read every page).
-   */
-  takeFirstPage(): FirstPage | undefined {
-    const page = this.#firstPage;
-    this.#firstPage = undefined;
-    return page;
+  constructor(source: ResultSource) {
+    sources.set(this, source);
+    this.datasetId = source.datasetId;
+    this.id = source.id;
+    this.total = source.total;
+    this.truncated = source.truncated;
+    this.formats = source.formats;
+    this.fields = source.fields;
+    this.maxResponseBytes = source.pages.maxResponseBytes;
+    this.lastDateUpdated = source.lastDateUpdated;
   }
 
   /** A Readable of `RecordBatch`es (or row objects with `output: 'rows'`), in row order. */
   stream(options: StreamOptions = {}): ResultStream {
-    return new ResultStream(async () => this, normalizeStreamOptions(options));
+    const source = resultSource(this);
+    return new ResultStream(async () => source, normalizeStreamOptions(options));
   }
 
   /** The whole result as one Arrow table (held in memory: for large results prefer `stream()`). */
@@ -104,7 +95,7 @@ export class QueryResult implements ResultSource {
     }
     const start = options.start ?? 1;
     const limit = options.limit ?? Math.max(1, this.total - start + 1);
-    const response = await this.client.openPage(this.datasetId, this.id, {
+    const response = await resultSource(this).pages.openPage(this.datasetId, this.id, {
       start,
       limit,
       mediaType,

@@ -19,6 +19,7 @@ import { parseTablePage } from '../decode/table-json.js';
 import { discardBody, type HttpResponse, HttpTransport } from './http.js';
 import { type ClientOptions, normalizeClientOptions } from './options.js';
 import * as shape from './responses.js';
+import type { RetryEvent } from './retry.js';
 import { parseRetryAfter } from './retry-after.js';
 import {
   checkDatasetId,
@@ -55,7 +56,7 @@ function header(res: { headers: HttpResponse['headers'] }, name: string): string
 }
 
 /** Parses the query headers (HEAD, and every result GET) into a status. */
-export function statusFromHeaders(res: HttpResponse): QueryStatus {
+export function statusFromHeaders(res: Pick<HttpResponse, 'status' | 'headers' | 'info'>): QueryStatus {
   const rawState = header(res, 'x-state');
   // Some deployments answer 202 with no X-State while a query runs.
   const state = rawState?.trim() || (res.status === 202 ? 'running' : undefined);
@@ -87,11 +88,43 @@ export function statusFromHeaders(res: HttpResponse): QueryStatus {
 }
 
 /**
+ * What the page engine (src/query) needs of the transport: the page GET, and what the transport has
+ * learned of the link. The engine reaches the network only through this.
+ */
+export interface PageTransport {
+  openPage(
+    datasetId: string,
+    queryId: string,
+    options: RawPageRequest & { readonly retry?: boolean },
+  ): Promise<HttpResponse>;
+  readonly maxResponseBytes: number;
+  /** True when requests are metered (a `rateLimit` set or learned). */
+  readonly rateLimited: boolean;
+  /** The quickest answer seen so far, in ms (round trip plus the service's quickest work). */
+  readonly fastestAnswerMs: number | undefined;
+  readonly retryPolicy: HttpTransport['retryPolicy'];
+  /** Reports a retry the engine did itself through the client's `'retry'` event. */
+  reportRetry(event: RetryEvent): void;
+}
+
+/** A table-JSON page read whole: its decoded body bytes and what its response said. */
+export interface PageBytes {
+  readonly bytes: Buffer;
+  readonly headers: HttpResponse['headers'];
+  readonly info: HttpResponse['info'];
+  /** Content codings undone (`[]`: the body came plain). */
+  readonly codings: readonly string[];
+  /** Bytes the body took on the wire. */
+  readonly wireBytes: number;
+}
+
+/**
  * Events: `'retry'` (a `RetryEvent`) before each retried attempt, for logging. No event ever carries the key.
  */
 export class EndpointClient extends EventEmitter {
   /** @internal */
   readonly http: HttpTransport;
+  #pages: PageTransport | undefined;
 
   constructor(options: ClientOptions = {}) {
     super();
@@ -218,6 +251,50 @@ export class EndpointClient extends EventEmitter {
       bulk: true,
       ...(options.retry === false ? { retry: false } : {}),
     });
+  }
+
+  /**
+   * `GET /datasets/<id>/query/<qid>?start&limit` in table JSON, its body read whole (bounded by
+   * `maxResponseBytes`) and kept as bytes: the query's first page, decoded by the page engine.
+   */
+  async readPageBytes(datasetId: string, queryId: string, options: PageRequest): Promise<PageBytes> {
+    const start = checkInteger(options.start, 'start', 1);
+    const limit = checkInteger(options.limit, 'limit', 1);
+    const { response, bytes } = await this.http.bytes({
+      method: 'GET',
+      segments: ['datasets', checkDatasetId(datasetId), 'query', checkQueryId(queryId)],
+      query: { start, limit },
+      accept: MediaType.table,
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+    return {
+      bytes,
+      headers: response.headers,
+      info: response.info,
+      codings: response.codings,
+      wireBytes: response.wireBytes(bytes.length),
+    };
+  }
+
+  /** @internal The page engine's view of this client's transport. */
+  get pages(): PageTransport {
+    if (this.#pages === undefined) {
+      const http = this.http;
+      this.#pages = {
+        openPage: (datasetId, queryId, options) => this.openPage(datasetId, queryId, options),
+        maxResponseBytes: http.maxResponseBytes,
+        get rateLimited() {
+          return http.rateLimited;
+        },
+        get fastestAnswerMs() {
+          return http.fastestAnswerMs;
+        },
+        retryPolicy: http.retryPolicy,
+        reportRetry: (event) => http.reportRetry(event),
+      };
+    }
+    return this.#pages;
   }
 
   /** Releases the keep-alive connections. */
