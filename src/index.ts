@@ -11,6 +11,7 @@ export {
   toDuckDB,
   toPolars,
 } from './analytics/dataframes.js';
+export { type QueryEachItem, type QueryEachOptions, queryEach } from './analytics/fan-out.js';
 export {
   exportPartitioned,
   type PartitionedExportOptions,
@@ -30,7 +31,6 @@ export {
   preview,
   type TslabLike,
 } from './analytics/preview.js';
-export type { MimeBundle } from './analytics/result-display.js';
 export type { CacheEvent } from './cache/events.js';
 export type { CacheOptions } from './cache/options.js';
 export { DatasetClient, type DatasetClientOptions, type QueryOptions } from './client.js';
@@ -89,8 +89,8 @@ export { type CsvOptions, toCsv } from './output/csv.js';
 export { decodeDictionaries } from './output/dictionaries.js';
 export { toJsonl } from './output/jsonl.js';
 export { type ParquetCompression, type ParquetOptions, toParquet } from './output/parquet.js';
-export { type QueryEachItem, type QueryEachOptions, queryEach } from './query/fan-out.js';
 export { type DownloadOptions, QueryResult } from './query/query-result.js';
+export type { MimeBundle } from './query/result-display.js';
 export type { ResultInfo } from './query/result-source.js';
 export { type Checkpoint, type ProgressEvent, ResultStream } from './query/result-stream.js';
 export type { ConcurrencyChange } from './query/scheduler.js';

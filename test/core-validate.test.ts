@@ -14,7 +14,7 @@ import {
   optionalInteger,
 } from '../src/core/validate.js';
 import { DatasetClient, InvalidArgumentError } from '../src/index.js';
-import { queryEach } from '../src/query/fan-out.js';
+import { queryEach } from '../src/analytics/fan-out.js';
 
 const NOWHERE = 'http://127.0.0.1:1';
 

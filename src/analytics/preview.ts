@@ -20,7 +20,6 @@ import { type RecordBatch, Schema, type Table } from 'apache-arrow';
 import { checkInteger, invalid } from '../core/validate.js';
 import type { FieldDescriptor } from '../core/wire.js';
 import { type Cell, cellReaders } from '../output/cells.js';
-import type { StreamOptions } from '../query/stream-options.js';
 import {
   type CellFormat,
   cellText,
@@ -30,7 +29,7 @@ import {
   shortId,
   shortTypeName,
   textTable,
-} from './render.js';
+} from '../output/render.js';
 import {
   HTML_STYLE,
   htmlTitle,
@@ -38,7 +37,8 @@ import {
   type MimeBundle,
   resultSchema,
   rowsText,
-} from './result-display.js';
+} from '../query/result-display.js';
+import type { StreamOptions } from '../query/stream-options.js';
 
 export interface PreviewOptions {
   /** Rows shown (minimum 0). @default 10 */

@@ -2,13 +2,9 @@
 import type { OptionSpecs, ParsedArgs } from './args.js';
 import type { Connection } from './connection.js';
 import type { ExitCodeValue } from './exit-codes.js';
+import type { CliIo } from './io.js';
 
-export interface CliIo {
-  readonly stdout: NodeJS.WriteStream;
-  readonly stderr: NodeJS.WriteStream;
-  readonly stdin: NodeJS.ReadStream;
-  readonly env: NodeJS.ProcessEnv;
-}
+export type { CliIo } from './io.js';
 
 export interface CommandContext {
   readonly io: CliIo;

@@ -8,8 +8,8 @@ import { defaultCacheDir } from '../cache/options.js';
 import type { DatasetClient } from '../client.js';
 import type { OptionSpecs, Values } from './args.js';
 import { flag, int, str } from './args.js';
-import type { CliIo } from './command.js';
 import { LocalError, systemReason, UsageError } from './errors.js';
+import type { CliIo } from './io.js';
 import { readAll } from './tickers.js';
 
 /** Options of the commands that read results (`query`, `export`): the result cache is on by default. */

@@ -2,8 +2,8 @@
 import { readFile } from 'node:fs/promises';
 import { checkTicker } from '../transport/validate.js';
 import { list, str, type Values } from './args.js';
-import type { CliIo } from './command.js';
 import { LocalError, systemReason, UsageError } from './errors.js';
+import type { CliIo } from './io.js';
 
 /** `--ticker`s then the `--tickers-file`'s, in order, without repeats. */
 export async function readTickers(v: Values, io: CliIo, command: string): Promise<string[]> {

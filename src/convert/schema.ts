@@ -26,7 +26,6 @@ import {
 } from 'apache-arrow';
 import type { FieldDescriptor } from '../core/wire.js';
 import type { ColumnKind } from './column-kind.js';
-import type { ColumnPlan } from './plan.js';
 import type { BigNumbers } from './values.js';
 
 /** Whether a column is dictionary-encoded: strings whose descriptor says `format: 'ticker'`. */
@@ -77,7 +76,10 @@ export function arrowField(
   return new Field(descriptor.id, type, true, metadata);
 }
 
-/** The schema of the batches a plan produces (the plan's fields, in order). */
-export function buildSchema(plan: readonly ColumnPlan[]): Schema {
+/**
+ * The schema of the batches a plan produces (the plan's fields, in order). Typed by what it reads, not as
+ * `ColumnPlan[]`: plan.ts makes its fields with `arrowField`, so this module must not import it back.
+ */
+export function buildSchema(plan: readonly { readonly field: Field }[]): Schema {
   return new Schema(plan.map((c) => c.field));
 }

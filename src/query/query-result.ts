@@ -5,10 +5,10 @@
 import type { Readable } from 'node:stream';
 import { inspect } from 'node:util';
 import { type RecordBatch, Table } from 'apache-arrow';
-import { JUPYTER_DISPLAY, type MimeBundle, resultBundle, resultText } from '../analytics/result-display.js';
 import { invalid } from '../core/validate.js';
 import { type FieldDescriptor, type FormatName, MediaType } from '../core/wire.js';
 import type { CallOptions } from '../transport/endpoints.js';
+import { JUPYTER_DISPLAY, type MimeBundle, resultBundle, resultText } from './result-display.js';
 import type { ResultInfo, ResultSource } from './result-source.js';
 import { ResultStream } from './result-stream.js';
 import { normalizeStreamOptions, type StreamOptions } from './stream-options.js';

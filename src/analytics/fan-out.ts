@@ -19,9 +19,9 @@ import { abortReason } from '../core/abortable.js';
 import { AbortError } from '../core/errors.js';
 import { checkNonEmptyArray, checkObject, invalid, optionalInteger } from '../core/validate.js';
 import type { QueryBody } from '../core/wire.js';
+import type { QueryResult } from '../query/query-result.js';
+import { normalizeStreamOptions, type StreamOptions } from '../query/stream-options.js';
 import { checkDatasetId, checkTicker } from '../transport/validate.js';
-import type { QueryResult } from './query-result.js';
-import { normalizeStreamOptions, type StreamOptions } from './stream-options.js';
 
 export interface QueryEachOptions {
   /** Dataset ids; every ticker is queried in each. */

@@ -7,7 +7,7 @@
  * `maxStringLength` characters, cut with `…`.
  */
 import { DataType, DateUnit, type Field, TimeUnit } from 'apache-arrow';
-import type { Cell } from '../output/cells.js';
+import type { Cell } from './cells.js';
 
 const HTML_ESCAPES: Readonly<Record<string, string>> = {
   '&': '&amp;',

@@ -10,7 +10,7 @@
 import type { Schema } from 'apache-arrow';
 import { buildSchema, planColumns } from '../convert/index.js';
 import type { FieldDescriptor } from '../core/wire.js';
-import { count, escapeHtml, shortId, textTable } from './render.js';
+import { count, escapeHtml, shortId, textTable } from '../output/render.js';
 
 /** `Symbol.for('Jupyter.display')`: Deno's Jupyter kernel calls it on a cell's value for a MIME bundle. */
 export const JUPYTER_DISPLAY: unique symbol = Symbol.for('Jupyter.display');
