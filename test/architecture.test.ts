@@ -95,6 +95,17 @@ describe('architecture', () => {
     expect(long).toEqual([]);
   });
 
+  it('runs the page scheduler and the three pools on p-queue, as the design card says', () => {
+    for (const file of [
+      'query/scheduler.ts',
+      'analytics/fan-out.ts',
+      'analytics/partitioned-export.ts',
+      'tickers/coverage.ts',
+    ]) {
+      expect(readFileSync(join(src, file), 'utf8'), file).toMatch(/^import PQueue from 'p-queue';$/m);
+    }
+  });
+
   it('keeps the engine and the cache contracts out of the package index', () => {
     const dts = readFileSync(join(root, 'dist', 'index.d.ts'), 'utf8');
     for (const name of [

@@ -14,6 +14,7 @@
  * })) console.log(dataset, ticker, table.numRows);
  */
 import type { Table } from 'apache-arrow';
+import PQueue from 'p-queue';
 import type { DatasetClient } from '../client.js';
 import { abortReason } from '../core/abortable.js';
 import { AbortError } from '../core/errors.js';
@@ -80,37 +81,45 @@ export async function* queryEach(
   else user?.addEventListener('abort', onUserAbort, { once: true });
   const signal = controller.signal;
 
-  // Finished items wait here with the function that lets their worker go on.
+  // Finished items wait here with the function that frees their query's slot.
   const ready: { item: QueryEachItem; taken: () => void }[] = [];
   let wake: (() => void) | undefined;
   let failure: { error: unknown } | undefined;
-  let next = 0;
-  let running = 0;
   const notify = () => {
     wake?.();
     wake = undefined;
   };
-  const worker = async () => {
-    running++;
-    try {
-      while (!failure && !signal.aborted && next < pairs.length) {
-        const { dataset, ticker } = pairs[next++]!;
+  // One task per pair; a task holds its slot until the consumer has taken its table, so at most
+  // `concurrency` queries run or wait to be taken at once.
+  const queue = new PQueue({ concurrency });
+  // Tasks started and not ended: p-queue starts a task synchronously when it dequeues it, so with the
+  // queue's size this says exactly when every pair is done.
+  let running = 0;
+  const stop = (reason: unknown) => {
+    controller.abort(reason);
+    queue.clear();
+  };
+  for (const { dataset, ticker } of pairs) {
+    void queue.add(async () => {
+      if (failure || signal.aborted) return;
+      running++;
+      try {
         const result = await client.query(dataset, { ...options.body, tickers: [ticker] }, { signal });
         const table = await result.toTable({ ...options.stream, signal });
         await new Promise<void>((taken) => {
           ready.push({ item: { dataset, ticker, result, table }, taken });
           notify();
         });
+      } catch (error) {
+        if (!failure) failure = { error };
+        stop(error);
+      } finally {
+        running--;
+        notify();
       }
-    } catch (error) {
-      if (!failure) failure = { error };
-      controller.abort(error);
-    } finally {
-      running--;
-      notify();
-    }
-  };
-  for (let i = 0; i < Math.min(concurrency, pairs.length); i++) void worker();
+    });
+  }
+  const finished = () => running === 0 && queue.size === 0;
   try {
     for (;;) {
       const entry = ready.shift();
@@ -120,7 +129,7 @@ export async function* queryEach(
         continue;
       }
       if (failure) throw failure.error;
-      if (running === 0) {
+      if (finished()) {
         if (signal.aborted) throw abortReason(signal, 'queryEach');
         return;
       }
@@ -130,7 +139,7 @@ export async function* queryEach(
     }
   } finally {
     // `break`, a failure or the end: stop what still runs, let waiting workers go (they then stop).
-    if (running > 0) controller.abort(new AbortError('queryEach (stopped by its consumer)'));
+    if (!finished()) stop(new AbortError('queryEach (stopped by its consumer)'));
     for (const entry of ready.splice(0)) entry.taken();
     user?.removeEventListener('abort', onUserAbort);
   }

@@ -39,6 +39,7 @@ import { openAsBlob } from 'node:fs';
 import { mkdir, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import PQueue from 'p-queue';
 import type { DatasetClient } from '../client.js';
 import { abortReason } from '../core/abortable.js';
 import { InvalidArgumentError } from '../core/errors.js';
@@ -224,13 +225,13 @@ export async function exportPartitioned(
   else userSignal?.addEventListener('abort', onUserAbort, { once: true });
 
   const reports: (PartitionReport | undefined)[] = new Array(opts.tickers.length);
-  let next = 0;
   let failure: { error: unknown } | undefined;
-  const worker = async () => {
-    while (!failure && !controller.signal.aborted) {
-      const i = next++;
-      if (i >= opts.tickers.length) return;
-      const ticker = opts.tickers[i]!;
+  // One task per ticker; a task never rejects, so awaiting them all waits for every query in flight to
+  // stop (and remove its temporary file) after a failure. The tickers not started then are dropped.
+  const queue = new PQueue({ concurrency: opts.concurrency });
+  opts.tickers.forEach((ticker, i) => {
+    void queue.add(async () => {
+      if (failure || controller.signal.aborted) return;
       try {
         const report = await exportPartition(client, opts, ticker, controller.signal);
         reports[i] = report;
@@ -239,13 +240,14 @@ export async function exportPartitioned(
         if (!failure) {
           failure = { error: err };
           controller.abort(err);
+          queue.clear();
         }
-        return;
       }
-    }
-  };
+    });
+  });
   try {
-    await Promise.all(Array.from({ length: Math.min(opts.concurrency, opts.tickers.length) }, worker));
+    // A task removed by `clear()` never settles: wait for those that started (the queue then goes idle).
+    await queue.onIdle();
   } finally {
     userSignal?.removeEventListener('abort', onUserAbort);
   }

@@ -17,7 +17,7 @@ import {
 import type { BodyPool, PageBody, PageDecoder } from '../decode/index.js';
 import { type PageTransport, statusFromHeaders } from '../transport/endpoints.js';
 import { bodyLimit, discardBody, type HttpResponse, readBounded, translateError } from '../transport/http.js';
-import { type RetryEvent, withRetry } from '../transport/retry.js';
+import { withRetry } from '../transport/retry.js';
 import type { HedgePolicy } from './hedge.js';
 import type { PageRange } from './page-plan.js';
 import type { PageSlot } from './page-slot.js';

@@ -14,7 +14,7 @@
 import { RateLimitedError, ServerError, TimeoutError } from '../core/errors.js';
 import type { RetryEvent } from '../transport/retry.js';
 import type { Congestion } from './concurrency.js';
-import type { Permit, RequestScheduler } from './scheduler.js';
+import { type Permit, PRIORITY_AGAIN, type RequestScheduler } from './scheduler.js';
 
 /** Pages of one stream waiting out a pause before a retry (each holds its place in the window). */
 export interface Pauses {
@@ -61,7 +61,8 @@ export class PageSlot {
   async send(signal: AbortSignal): Promise<() => void> {
     this.#resume();
     if (this.#permit === undefined || this.#scheduler === undefined) return () => {};
-    this.#held ??= await this.#scheduler.acquire(signal);
+    // A later request of a page the consumer is nearer to than any page planned after it: served first.
+    this.#held ??= await this.#scheduler.acquire(signal, PRIORITY_AGAIN);
     if (!this.#refused) return this.#held.sending();
     this.#refused = false;
     return this.#held.resending(signal);

@@ -1,8 +1,13 @@
 /**
  * The slots page requests wait for. One scheduler can serve many streams (every `concurrency: 'auto'`
  * stream of a client shares the client's), so many small queries together keep enough requests in flight
- * without exceeding what the service accepts; waiters are served first come, first served.
+ * without exceeding what the service accepts.
+ *
+ * The slots are a p-queue: a permit is a queue task that runs until the permit is released, the adaptive
+ * controller sets `concurrency`, and waiters are served by priority, then first come first served (a page
+ * already in the window that needs another request goes before pages planned after it).
  */
+import PQueue from 'p-queue';
 import { abortReason } from '../core/abortable.js';
 import type { ConcurrencyController, Congestion } from './concurrency.js';
 
@@ -36,14 +41,21 @@ export interface Permit {
   release(): void;
 }
 
-/** One caller waiting in a queue of the scheduler (for a slot, or for room on the wire). */
+/** Priority of a request for a page already in the window (a later request of it): served first. */
+export const PRIORITY_AGAIN = 1;
+
+/** One caller waiting for room on the wire (`Permit.resending`). */
 interface Queued<T> {
   resolve: (value: T) => void;
   signal: AbortSignal | undefined;
   onAbort: () => void;
 }
 
-/** Waits at the end of `queue` until `handOut` gives it a value; an abort leaves the queue and rejects. */
+/**
+ * Waits at the end of `queue` until `handOut` gives it a value; an abort leaves the queue and rejects.
+ * (Room on the wire is not a pool of slots, which p-queue is: it is counted over every permit's sends,
+ * so its waiters are kept here.)
+ */
 function waitIn<T>(queue: Queued<T>[], signal: AbortSignal | undefined): Promise<T> {
   if (signal?.aborted) return Promise.reject(abortReason(signal, 'The page request'));
   return new Promise<T>((resolve, reject) => {
@@ -71,13 +83,15 @@ function handOut<T>(queue: Queued<T>[], value: T): void {
 export class RequestScheduler {
   readonly #controller: ConcurrencyController;
   readonly #now: () => number;
-  readonly #waiters: Queued<Permit>[] = [];
+  /** Permits: each one is a task of this queue, running from its grant to its release. */
+  readonly #slots: PQueue;
+  /** Permits granted and not released (p-queue's `pending` lags a release by a microtask or two). */
+  #active = 0;
   readonly #listeners = new Set<(change: ConcurrencyChange) => void>();
   /** Requests waiting for room on the wire (`Permit.resending`). */
   readonly #resenders: Queued<boolean>[] = [];
   /** Resenders woken but not yet sending. */
   #woken = 0;
-  #active = 0;
   /**
    * Requests on the wire now: permits hold a slot while a page waits out a Retry-After too, but only
    * requests sent count for a service that caps requests in flight.
@@ -87,6 +101,7 @@ export class RequestScheduler {
   constructor(controller: ConcurrencyController, now: () => number = () => performance.now()) {
     this.#controller = controller;
     this.#now = now;
+    this.#slots = new PQueue({ concurrency: controller.limit });
   }
 
   /** Requests allowed in flight now. */
@@ -118,16 +133,37 @@ export class RequestScheduler {
     this.#observe(() => this.#controller.prime?.(fastestAnswerMs), 'measured');
   }
 
-  /** Resolves with a slot once one is free; rejects with the signal's reason if aborted first. */
-  acquire(signal?: AbortSignal): Promise<Permit> {
+  /**
+   * Resolves with a slot once one is free (at once when there is room); rejects with the signal's reason if
+   * aborted first. Higher `priority` waiters are served first.
+   */
+  acquire(signal?: AbortSignal, priority = 0): Promise<Permit> {
     if (signal?.aborted) return Promise.reject(abortReason(signal, 'The page request'));
-    if (this.#active < this.#controller.limit && this.#waiters.length === 0) {
-      return Promise.resolve(this.#grant());
-    }
-    return waitIn(this.#waiters, signal);
+    return new Promise<Permit>((resolve, reject) => {
+      // The queue is given a signal of its own, aborted only while the permit waits: p-queue also races a
+      // running task against its signal and frees the slot at once, which would free it under a permit
+      // still held.
+      const waiting = new AbortController();
+      let granted = false;
+      const onAbort = () => {
+        if (!granted) waiting.abort(abortReason(signal!, 'The page request'));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#slots
+        .add(
+          () =>
+            new Promise<void>((release) => {
+              granted = true;
+              signal?.removeEventListener('abort', onAbort);
+              resolve(this.#grant(release));
+            }),
+          { signal: waiting.signal, priority },
+        )
+        .catch(reject);
+    });
   }
 
-  #grant(): Permit {
+  #grant(free: () => void): Permit {
     this.#active++;
     const seq = this.#controller.started(this.#now());
     let released = false;
@@ -163,7 +199,7 @@ export class RequestScheduler {
         if (released) return;
         released = true;
         this.#active--;
-        this.#drain();
+        free();
       },
     };
     return permit;
@@ -194,15 +230,10 @@ export class RequestScheduler {
     update();
     const limit = this.#controller.limit;
     if (limit !== previous) {
+      // More slots start waiting permits at once; fewer take effect as held permits are released.
+      this.#slots.concurrency = Math.max(1, limit);
       for (const listener of this.#listeners) listener({ limit, previous, reason });
       this.#wakeResenders();
-      this.#drain();
-    }
-  }
-
-  #drain(): void {
-    while (this.#waiters.length > 0 && this.#active < this.#controller.limit) {
-      handOut(this.#waiters, this.#grant());
     }
   }
 }

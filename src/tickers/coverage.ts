@@ -5,6 +5,7 @@
  * request per distinct ticker. That is why it is opt-in in the library (`checkTickers`) and done by the
  * CLI, which talks to a person: a few requests, run a few at a time, against a silent wrong answer.
  */
+import PQueue from 'p-queue';
 import { InvalidArgumentError } from '../core/errors.js';
 import { invalid } from '../core/validate.js';
 import type { CallOptions, EndpointClient } from '../transport/endpoints.js';
@@ -27,23 +28,24 @@ export async function unknownTickers(
   options: CallOptions = {},
 ): Promise<string[]> {
   const distinct = [...new Set(tickers)];
-  const carried = new Array<boolean>(distinct.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < distinct.length) {
-      const i = next++;
-      try {
-        const datasets = await client.listDatasets({ ...options, ticker: distinct[i]! });
-        carried[i] = datasets.some((d) => d.id === datasetId);
-      } catch (err) {
-        // A malformed ticker is not asked about: the query's own validation refuses it, naming it as
-        // `body.tickers[i]`, which says more than this check could.
-        if (!(err instanceof InvalidArgumentError)) throw err;
-        carried[i] = true;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, distinct.length) }, worker));
+  const queue = new PQueue({ concurrency: CONCURRENCY });
+  const carried = await Promise.all(
+    distinct.map((ticker) =>
+      queue.add(async (): Promise<boolean> => {
+        try {
+          const datasets = await client.listDatasets({ ...options, ticker });
+          return datasets.some((d) => d.id === datasetId);
+        } catch (err) {
+          // A malformed ticker is not asked about: the query's own validation refuses it, naming it as
+          // `body.tickers[i]`, which says more than this check could.
+          if (err instanceof InvalidArgumentError) return true;
+          // The first failure is the answer: the tickers not yet asked about are not asked.
+          queue.clear();
+          throw err;
+        }
+      }),
+    ),
+  );
   const unknown = distinct.filter((_, i) => !carried[i]);
   // A dataset id that does not exist is listed for no ticker either: when no ticker lists it, ask for the
   // dataset itself, so that its 404 is the answer, not a warning that blames every ticker. One request,
