@@ -22,8 +22,8 @@ export interface StreamOptions {
    */
   readonly format?: 'auto' | DecodableFormat;
   /**
-   * Rows per page request (minimum 1). Unset, the stream starts at 10,000 rows and then aims at pages of
-   * ~2.5 MB from the bytes per row the first page showed (small pages beat big ones: see docs/performance.md); a
+   * Rows per page request (minimum 1). Unset, the stream starts at 10,000 rows (`DEFAULT_PAGE_SIZE`) and
+   * then aims at pages of ~4.5 MB (`TARGET_PAGE_BYTES`) from the bytes per row the first page showed (small pages beat big ones: see docs/performance.md); a
    * server that answers fewer rows than asked (it clamps `limit`) is asked for that many from then on.
    * @default 'auto'
    */
@@ -142,7 +142,10 @@ export interface NormalizedStreamOptions {
 }
 
 export const DEFAULT_PAGE_SIZE = 10_000;
-/** What `concurrency: 'auto'` starts at (and the floor scenarios of `npm run bench` use). */
+/**
+ * The fixed concurrency `npm run bench`'s library scenarios use unless told otherwise (`--concurrency`).
+ * Not a default of the library: `concurrency` defaults to `'auto'`, which starts at `INITIAL_LIMIT`.
+ */
 export const DEFAULT_CONCURRENCY = 2;
 export const DEFAULT_MAX_CONCURRENCY = 64;
 export const DEFAULT_WINDOW_BYTES = 128 * 1024 * 1024;

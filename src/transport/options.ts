@@ -45,7 +45,7 @@ export interface ClientOptions {
   /**
    * Keep-alive connections per origin, at most. Unset, there are as many as requests in flight: the
    * streams' `concurrency` decides (and `'auto'` concurrency stays at or below 64). Set, it also bounds
-   * `'auto'` concurrency, and a fixed `concurrency` above it is refused rather than silently queued.
+   * `'auto'` concurrency; requests of a fixed `concurrency` above it wait for a free connection.
    * @default as many as requests in flight
    */
   readonly connections?: number;
