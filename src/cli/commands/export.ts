@@ -14,17 +14,17 @@ import type {
 import { kindOf } from '../../core/output-target.js';
 import { unknownTickers, unknownTickersMessage } from '../../tickers/coverage.js';
 import { checkDatasetId, checkTicker } from '../../transport/validate.js';
-import { choice, decoderFromEnv, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
+import { decoderFromEnv, flag, int, JSON_OPTION, positionals, str, type Values } from '../args.js';
 import type { Command } from '../command.js';
 import { CACHE_OPTIONS } from '../connection.js';
 import { asLocalFault, LocalError, systemReason, UsageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { printJson } from '../print.js';
+import { partitionProgress } from '../progress.js';
+import { streamFlags } from '../stream-flags.js';
 import { bytes, count, duration } from '../text.js';
 import { checkTickerArgs, readTickers } from '../tickers.js';
 import { cacheNote } from './cache.js';
-
-const WIRE_FORMATS = ['auto', 'json', 'csv', 'xlsx'] as const;
 
 export const exportCommand: Command = {
   name: 'export',
@@ -238,14 +238,7 @@ function isTicker(id: unknown): boolean {
 }
 
 function streamOptions(v: Values): PartitionStreamOptions {
-  const format = choice('export', v, 'format', WIRE_FORMATS);
-  const pageSize = int('export', v, 'page-size', 1);
-  const concurrency = int('export', v, 'page-concurrency', 1, 64);
-  return {
-    ...(format !== undefined ? { format } : {}),
-    ...(pageSize !== undefined ? { pageSize } : {}),
-    ...(concurrency !== undefined ? { concurrency } : {}),
-  };
+  return streamFlags('export', v, 'page-concurrency');
 }
 
 function summaryLine(result: PartitionedExportResult, ms: number): string {
@@ -284,70 +277,5 @@ function summaryJson(result: PartitionedExportResult | undefined, dataset: strin
       truncated: p.truncated ?? null,
       queryId: p.queryId ?? null,
     })),
-  };
-}
-
-interface PartitionProgressView {
-  update(ticker: string, rows: number, total: number): void;
-  finished(report: PartitionReport): void;
-  /** Idempotent; clears the status line. */
-  stop(): void;
-}
-
-const SILENT: PartitionProgressView = { update() {}, finished() {}, stop() {} };
-
-/**
- * On a terminal (and not `--quiet`): one line per finished partition, under which a status line shows
- * partitions done, rows written and the partitions in flight with their percentage, redrawn at most 10
- * times a second. Anywhere else: nothing (logs get the summary).
- */
-async function partitionProgress(
-  stream: NodeJS.WriteStream,
-  enabled: boolean,
-  partitions: number,
-): Promise<PartitionProgressView> {
-  if (!enabled || !stream.isTTY) return SILENT;
-  const active = new Map<string, { rows: number; total: number }>();
-  let done = 0;
-  let rows = 0;
-  let drawnAt = 0;
-  let stopped = false;
-  const status = () => {
-    const inFlight = [...active]
-      .map(([t, p]) => `${t} ${p.total ? Math.floor((100 * p.rows) / p.total) : 100}%`)
-      .join(', ');
-    let all = rows;
-    for (const p of active.values()) all += p.rows;
-    const line = ` ${count(done)}/${count(partitions)} partitions | ${count(all)} rows${inFlight ? ` | ${inFlight}` : ''}`;
-    const width = stream.columns || 80;
-    return line.length >= width ? `${line.slice(0, width - 2)}…` : line;
-  };
-  const draw = (force: boolean) => {
-    const now = performance.now();
-    if (stopped || (!force && now - drawnAt < 100)) return;
-    drawnAt = now;
-    stream.write(`\r\x1b[K${status()}`);
-  };
-  return {
-    update(ticker, r, total) {
-      active.set(ticker, { rows: r, total });
-      draw(false);
-    },
-    finished(report) {
-      active.delete(report.ticker);
-      done++;
-      if (report.status === 'written') rows += report.rows;
-      const what =
-        report.status === 'skipped'
-          ? 'skipped (finished earlier)'
-          : `${count(report.rows)} rows, ${bytes(report.bytes)}${report.truncated ? ', TRUNCATED' : ''}`;
-      if (!stopped) stream.write(`\r\x1b[Kdqs: ${report.ticker}: ${what}\n`);
-      draw(true);
-    },
-    stop() {
-      if (stopped) return;
-      stopped = true;
-      stream.write('\r\x1b[K');
-    },
   };
 }

@@ -1,7 +1,7 @@
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { RecordBatch } from 'apache-arrow';
 import { descriptorOf, type OutputTarget, openOutputTarget } from '../../core/output-target.js';
+import { RowCounter } from '../../output/row-counter.js';
 import type { StreamOptions } from '../../query/stream-options.js';
 import { unknownTickersMessage } from '../../tickers/coverage.js';
 import { checkDatasetId } from '../../transport/validate.js';
@@ -13,11 +13,10 @@ import { ExitCode } from '../exit-codes.js';
 import { FILE_FORMATS, fileFormatOf, LABELS, writerFor } from '../file-formats.js';
 import { printJson } from '../print.js';
 import { createProgress } from '../progress.js';
+import { streamFlags } from '../stream-flags.js';
 import { bytes, count, duration } from '../text.js';
 import { checkTickerArgs, readTickers } from '../tickers.js';
 import { cacheNote } from './cache.js';
-
-const WIRE_FORMATS = ['auto', 'json', 'csv', 'xlsx'] as const;
 
 export const queryCommand: Command = {
   name: 'query',
@@ -239,36 +238,12 @@ async function commitTarget(target: OutputTarget): Promise<number> {
 }
 
 function streamOptions(v: Values): StreamOptions {
-  const format = choice('query', v, 'format', WIRE_FORMATS);
-  const pageSize = int('query', v, 'page-size', 1);
-  const concurrency = int('query', v, 'concurrency', 1, 64);
   const batchSize = int('query', v, 'batch-size', 1);
   return {
-    ...(format !== undefined ? { format } : {}),
-    ...(pageSize !== undefined ? { pageSize } : {}),
-    ...(concurrency !== undefined ? { concurrency } : {}),
+    ...streamFlags('query', v, 'concurrency'),
     ...decoderFromEnv(),
     ...(batchSize !== undefined ? { batchSize } : {}),
   };
-}
-
-/** Passes RecordBatches through and counts their rows. */
-class RowCounter extends Transform {
-  rows = 0;
-  readonly #onRows: (rows: number) => void;
-  constructor(onRows: (rows: number) => void) {
-    super({ objectMode: true, highWaterMark: 1 });
-    this.#onRows = onRows;
-  }
-  override _transform(
-    batch: RecordBatch,
-    _encoding: BufferEncoding,
-    callback: (e?: Error | null, d?: RecordBatch) => void,
-  ) {
-    this.rows += batch.numRows;
-    this.#onRows(this.rows);
-    callback(null, batch);
-  }
 }
 
 /** Passes bytes through and counts them: the size of what went to stdout. */
