@@ -13,7 +13,7 @@ import { Transform } from 'node:stream';
 import type { RecordBatch } from 'apache-arrow';
 import { invalid } from '../core/validate.js';
 import type { Cell } from './cells.js';
-import { csvLineBytes } from './csv-columns.js';
+import { csvLineBytes } from './csv-line-bytes.js';
 import { ownBatch } from './own-arrow.js';
 
 export interface CsvOptions {
