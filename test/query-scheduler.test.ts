@@ -1,0 +1,156 @@
+/**
+ * `RequestScheduler`: the slots page requests wait for (a p-queue whose concurrency the controller sets),
+ * and the room on the wire a request sent again after pushback waits for. Driven with a fixed controller
+ * and an injected clock: no network.
+ */
+import { describe, expect, it } from 'vitest';
+import { AdaptiveConcurrency, FixedConcurrency } from '../src/query/concurrency.js';
+import { type Permit, PRIORITY_AGAIN, RequestScheduler } from '../src/query/scheduler.js';
+
+describe('RequestScheduler', () => {
+  it('gives at most `limit` slots, first come first served, and tells listeners of changes', async () => {
+    let now = 0;
+    const scheduler = new RequestScheduler(new FixedConcurrency(2), () => now);
+    const changes: number[] = [];
+    scheduler.onChange((c) => changes.push(c.limit));
+    const a = await scheduler.acquire();
+    const b = await scheduler.acquire();
+    const order: string[] = [];
+    const taken = (name: string) => (p: Permit) => {
+      order.push(name);
+      return p;
+    };
+    const c = scheduler.acquire().then(taken('c'));
+    const d = scheduler.acquire().then(taken('d'));
+    await Promise.resolve();
+    expect(scheduler.active).toBe(2);
+    expect(order).toEqual([]);
+    a.congested('throttled');
+    expect(changes).toEqual([1]);
+    a.release();
+    await Promise.resolve();
+    expect(order).toEqual([]); // limit 1, and b still holds a slot
+    b.release();
+    (await c).release();
+    (await d).release();
+    expect(order).toEqual(['c', 'd']);
+    now += 1;
+  });
+
+  it('judges a 429 by the requests on the wire when the refused one was sent, not when refused', async () => {
+    let now = 0;
+    const scheduler = new RequestScheduler(new AdaptiveConcurrency({ initial: 8 }), () => now);
+    const permits = await Promise.all(Array.from({ length: 8 }, () => scheduler.acquire()));
+    const ended = permits.map((p) => p.sending());
+    // Five pages end while the 7th request's refusal is on its way back: 3 on the wire, 8 slots held.
+    for (const end of ended.slice(0, 5)) end();
+    now += 100;
+    permits[6]!.congested('throttled');
+    expect(scheduler.limit).toBe(6); // sent 7th: the service accepts 6 (not 3 - 1 = 2)
+    // The 8th's refusal, sent before the cut, arrives next: no deeper cut.
+    permits[7]!.congested('throttled');
+    expect(scheduler.limit).toBe(6);
+    // A page waiting out its Retry-After holds its slot but is not on the wire: a request sent then
+    // counts only those sent.
+    ended[6]!();
+    ended[7]!();
+    const again = permits[5]!.sending(); // on the wire: the 6th's first request (still out) and this one
+    ended[5]!();
+    now += 10_000;
+    permits[5]!.congested('throttled');
+    expect(scheduler.limit).toBe(1); // it went out 2nd on the wire, whatever the 8 slots held
+    again();
+    for (const p of permits) p.release();
+    expect(scheduler.active).toBe(0);
+  });
+
+  it('a request sent again after pushback waits for room on the wire, first come first served', async () => {
+    const scheduler = new RequestScheduler(new FixedConcurrency(3));
+    const [a, b, c] = await Promise.all([scheduler.acquire(), scheduler.acquire(), scheduler.acquire()]);
+    const endA = a!.sending();
+    const endB = b!.sending();
+    const endC = c!.sending();
+    // a and b are refused: the limit halves to 1 (c is still on the wire); both hold their slots.
+    a!.congested('throttled');
+    b!.congested('throttled');
+    endA();
+    endB();
+    expect(scheduler.limit).toBe(1);
+    const order: string[] = [];
+    const resentA = a!.resending().then((end) => {
+      order.push('a');
+      return end;
+    });
+    const resentB = b!.resending().then((end) => {
+      order.push('b');
+      return end;
+    });
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual([]); // c is on the wire, at the limit
+    endC();
+    const againA = await resentA;
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual(['a']); // one place, one request
+    againA();
+    (await resentB)();
+    expect(order).toEqual(['a', 'b']);
+    // With room, it goes at once; an aborted wait leaves with the signal's reason.
+    (await c!.resending())();
+    const held = c!.sending();
+    const controller = new AbortController();
+    const waiting = a!.resending(controller.signal);
+    controller.abort(new Error('stop'));
+    await expect(waiting).rejects.toMatchObject({ code: 'DQS_ABORTED' });
+    held();
+    for (const p of [a, b, c]) p!.release();
+    expect(scheduler.active).toBe(0);
+  });
+
+  it('a waiter whose signal aborts leaves the queue with the signal reason', async () => {
+    const scheduler = new RequestScheduler(new FixedConcurrency(1));
+    const held = await scheduler.acquire();
+    const controller = new AbortController();
+    const waiting = scheduler.acquire(controller.signal);
+    controller.abort(new Error('stop'));
+    await expect(waiting).rejects.toMatchObject({ code: 'DQS_ABORTED' });
+    held.release();
+    expect(scheduler.active).toBe(0);
+    (await scheduler.acquire()).release();
+  });
+
+  it('serves a later request of a page already in the window before pages planned after it (priority)', async () => {
+    const scheduler = new RequestScheduler(new FixedConcurrency(1));
+    const held = await scheduler.acquire();
+    const order: string[] = [];
+    const planned = scheduler.acquire().then((p) => {
+      order.push('planned');
+      return p;
+    });
+    const again = scheduler.acquire(undefined, PRIORITY_AGAIN).then((p) => {
+      order.push('again');
+      return p;
+    });
+    held.release();
+    (await again).release();
+    (await planned).release();
+    expect(order).toEqual(['again', 'planned']);
+  });
+
+  it('a permit held while its signal aborts keeps its slot until released (p-queue must not free it)', async () => {
+    const scheduler = new RequestScheduler(new FixedConcurrency(1));
+    const controller = new AbortController();
+    const held = await scheduler.acquire(controller.signal);
+    controller.abort(new Error('stop'));
+    let granted = false;
+    const next = scheduler.acquire().then((p) => {
+      granted = true;
+      return p;
+    });
+    await new Promise((r) => setTimeout(r, 10));
+    expect(granted).toBe(false);
+    expect(scheduler.active).toBe(1);
+    held.release();
+    (await next).release();
+    expect(scheduler.active).toBe(0);
+  });
+});
