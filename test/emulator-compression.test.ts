@@ -191,7 +191,7 @@ describe('compression options', () => {
   });
 
   it.each([
-    [{ compression: 'yes' }, /`compression`: Expected a boolean or an object/],
+    [{ compression: 'yes' }, /`compression`.*a boolean or an object/],
     [{ compression: { level: 0 } }, /compression\.level/],
     [{ compression: { codings: ['lz4'] } }, /compression\.codings\[0\]/],
     [{ compression: { speed: 1 } }, /compression\.speed/],

@@ -1,11 +1,23 @@
 import { InvalidArgumentError } from '../core/errors.js';
+import { checkNumber, invalid, invalidSecret, optionalInteger } from '../core/validate.js';
 import { ROW_CAP } from '../core/wire.js';
 import { ALL_CODINGS, AVAILABLE_CODINGS, type ContentCoding } from './compression.js';
 import type { FaultHook } from './faults.js';
-import { describeValue } from './messages.js';
 
-/** Options of `startEmulator`. Every member is optional. */
-export interface EmulatorOptions {
+/**
+ * Options of `startEmulator`, flat (every member is optional), declared in groups: server, data, paging,
+ * shaping, limits and page cache.
+ */
+export interface EmulatorOptions
+  extends EmulatorServerOptions,
+    EmulatorDataOptions,
+    EmulatorPagingOptions,
+    EmulatorShapingOptions,
+    EmulatorLimitOptions,
+    EmulatorPageCacheOptions {}
+
+/** Where and how the emulator listens, and what it accepts of a request. */
+export interface EmulatorServerOptions {
   /**
    * Interface to listen on.
    * @default '127.0.0.1'
@@ -22,15 +34,54 @@ export interface EmulatorOptions {
    */
   readonly apiKey?: string;
   /**
+   * Path prefix of every endpoint, e.g. `'/api'`, so a base URL with a path is exercised. Requests
+   * outside it answer 404. `''` serves at the root.
+   * @default ''
+   */
+  readonly basePath?: string;
+  /**
+   * Serve HTTPS with this certificate and key (PEM), as a deployment behind TLS does: tests of company CAs
+   * and certificate errors make a throwaway CA and a server certificate for it. The URL is then https:.
+   * @default undefined (plain HTTP)
+   */
+  readonly tls?: TlsOptions;
+  /**
+   * Largest accepted request body; larger answers 413.
+   * @default 1048576
+   */
+  readonly maxBodyBytes?: number;
+  /**
+   * Time allowed to receive a request's headers; past it, `408` and the connection closes.
+   * @default 20000
+   */
+  readonly headersTimeoutMs?: number;
+  /**
+   * Time allowed to receive a whole request (headers and body); past it, `408`.
+   * @default 60000
+   */
+  readonly requestTimeoutMs?: number;
+  /**
+   * Connections the emulator may accept per turn of its event loop: the listening socket is watched
+   * through this many descriptors (copies made once at start by a short-lived helper process). Node accepts
+   * one connection per turn and descriptor, so under load a fresh connection would otherwise wait seconds
+   * in the kernel's queue. 1: the plain listener, no helper.
+   * @default 128
+   */
+  readonly acceptWidth?: number;
+  /**
+   * Requests kept in `emulator.requests`; older ones are dropped so a long-running emulator stays small.
+   * @default 10000
+   */
+  readonly requestLogLimit?: number;
+}
+
+/** The synthetic data: which rows, and what they may hold. */
+export interface EmulatorDataOptions {
+  /**
    * Seed of the synthetic data, an integer 0 to 2^32 - 1. Same seed, same rows.
    * @default 1
    */
   readonly seed?: number;
-  /**
-   * Row cap per query result; larger results are truncated (`X-Truncated: true`).
-   * @default 500000
-   */
-  readonly rowCap?: number;
   /**
    * Integers past a double's exact range in results: result row 1 and every 1000th row after it
    * (1001, 2001, ...) carry 2^53 + their row number (row 1: 9007199254740993) in the dataset's first
@@ -38,6 +89,15 @@ export interface EmulatorOptions {
    * @default false
    */
   readonly bigIntegers?: boolean;
+}
+
+/** Queries and their result pages, as the spec describes them. */
+export interface EmulatorPagingOptions {
+  /**
+   * Row cap per query result; larger results are truncated (`X-Truncated: true`).
+   * @default 500000
+   */
+  readonly rowCap?: number;
   /**
    * Rows per page when a result GET has no `limit`.
    * @default 1000
@@ -59,46 +119,10 @@ export interface EmulatorOptions {
    * @default 200
    */
   readonly runningStatus?: 200 | 202;
-  /**
-   * Path prefix of every endpoint, e.g. `'/api'`, so a base URL with a path is exercised. Requests
-   * outside it answer 404. `''` serves at the root.
-   * @default ''
-   */
-  readonly basePath?: string;
-  /**
-   * Largest accepted request body; larger answers 413.
-   * @default 1048576
-   */
-  readonly maxBodyBytes?: number;
-  /**
-   * How many serialized result pages to keep (LRU), so repeated reads cost no serialization. 0 disables.
-   * @default 64
-   */
-  readonly pageCacheSize?: number;
-  /**
-   * Byte budget of the page cache; least recently used pages are dropped beyond it.
-   * @default 268435456 (256 MiB)
-   */
-  readonly pageCacheBytes?: number;
-  /**
-   * Requests kept in `emulator.requests`; older ones are dropped so a long-running emulator stays small.
-   * @default 10000
-   */
-  readonly requestLogLimit?: number;
-  /**
-   * Called for every request before routing; returns a fault to inject, or `undefined`. A seeded,
-   * reproducible one: `faultPlan({ seed, rate })`.
-   * @default undefined (no faults)
-   */
-  readonly fault?: FaultHook;
-  /**
-   * Compression of JSON and CSV bodies of 256 bytes or more, by the request's `Accept-Encoding`, as a
-   * front end does. `false` turns it off; `level` (1-9, default 1 as nginx) applies to every coding (gzip
-   * and deflate level, brotli quality, zstd level); `codings` lists those offered, in the order preferred
-   * when the client weighs them equally (default gzip, br, zstd where the runtime has it, deflate).
-   * @default true
-   */
-  readonly compression?: boolean | CompressionOptions;
+}
+
+/** A service far away: round trips, execution time, bandwidth, compression. */
+export interface EmulatorShapingOptions {
   /**
    * Round-trip time in ms, as a WAN adds it: every response's first byte waits this long after the request
    * arrived, and the first response on a new connection one more (the TCP handshake). 0: none.
@@ -122,6 +146,18 @@ export interface EmulatorOptions {
   /** Bandwidth shared by all connections, bytes per second. 0: unlimited. @default 0 */
   readonly totalBytesPerSecond?: number;
   /**
+   * Compression of JSON and CSV bodies of 256 bytes or more, by the request's `Accept-Encoding`, as a
+   * front end does. `false` turns it off; `level` (1-9, default 1 as nginx) applies to every coding (gzip
+   * and deflate level, brotli quality, zstd level); `codings` lists those offered, in the order preferred
+   * when the client weighs them equally (default gzip, br, zstd where the runtime has it, deflate).
+   * @default true
+   */
+  readonly compression?: boolean | CompressionOptions;
+}
+
+/** A service that pushes back: caps, rate limits, load shedding, injected faults. */
+export interface EmulatorLimitOptions {
+  /**
    * Requests handled at once (arrival to last byte sent); one more is answered `429` with
    * `Retry-After: 1`, as a gateway's concurrency limit does. 0: no cap.
    * @default 0
@@ -142,34 +178,30 @@ export interface EmulatorOptions {
    */
   readonly maxPageRowsInFlight?: number;
   /**
+   * Called for every request before routing; returns a fault to inject, or `undefined`. A seeded,
+   * reproducible one: `faultPlan({ seed, rate })`.
+   * @default undefined (no faults)
+   */
+  readonly fault?: FaultHook;
+}
+
+/** The emulator's own cache of serialized pages (its speed, not the spec's behaviour). */
+export interface EmulatorPageCacheOptions {
+  /**
+   * How many serialized result pages to keep (LRU), so repeated reads cost no serialization. 0 disables.
+   * @default 64
+   */
+  readonly pageCacheSize?: number;
+  /**
+   * Byte budget of the page cache; least recently used pages are dropped beyond it.
+   * @default 268435456 (256 MiB)
+   */
+  readonly pageCacheBytes?: number;
+  /**
    * Cached pages unused for this long are dropped, so memory returns near idle after a load. 0: never.
    * @default 5000; 0 when `pageCacheSize` or `pageCacheBytes` is given (a cache sized on purpose is kept)
    */
   readonly pageCacheIdleMs?: number;
-  /**
-   * Time allowed to receive a request's headers; past it, `408` and the connection closes.
-   * @default 20000
-   */
-  readonly headersTimeoutMs?: number;
-  /**
-   * Time allowed to receive a whole request (headers and body); past it, `408`.
-   * @default 60000
-   */
-  readonly requestTimeoutMs?: number;
-  /**
-   * Connections the emulator may accept per turn of its event loop: the listening socket is watched
-   * through this many descriptors (copies made once at start by a short-lived helper process). Node accepts
-   * one connection per turn and descriptor, so under load a fresh connection would otherwise wait seconds
-   * in the kernel's queue. 1: the plain listener, no helper.
-   * @default 128
-   */
-  readonly acceptWidth?: number;
-  /**
-   * Serve HTTPS with this certificate and key (PEM), as a deployment behind TLS does: tests of company CAs
-   * and certificate errors make a throwaway CA and a server certificate for it. The URL is then https:.
-   * @default undefined (plain HTTP)
-   */
-  readonly tls?: TlsOptions;
 }
 
 /** A server certificate (its chain may follow it) and its private key, PEM. */
@@ -270,8 +302,19 @@ function tlsOptions(value: unknown): TlsOptions | undefined {
 }
 
 function fail(name: string, expected: string, value: unknown): never {
-  throw new InvalidArgumentError(name, `Expected ${expected}, got ${describeValue(value)}`);
+  throw invalid(name, expected, value);
 }
+
+/** An integer option: its default when unset, else checked by core/validate (the library's own rules). */
+const int = (name: string, value: unknown, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
+  optionalInteger(value, name, min, fallback, max);
+
+/** Milliseconds: a finite number >= 0 (fractions allowed: `rowTimeMs: 0.02`), at most a timer's range. */
+const ms = (name: string, value: unknown, fallback: number) =>
+  value === undefined ? fallback : checkNumber(value, name, 0, MAX_TIMER_MS);
+
+/** The longest delay a Node timer takes. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 function bigIntegers(value: unknown): boolean {
   if (value === undefined) return false;
@@ -279,28 +322,10 @@ function bigIntegers(value: unknown): boolean {
   return value;
 }
 
-function integer(name: string, value: unknown, fallback: number, min: number, max: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `between ${min} and ${max}`;
-    fail(name, `an integer ${range}`, value);
-  }
-  return value;
-}
-
 function shaped(o: EmulatorOptions): boolean {
   return [o.latencyMs, o.pageTimeMs, o.rowTimeMs, o.connectionBytesPerSecond, o.totalBytesPerSecond].some(
     (v) => typeof v === 'number' && v > 0,
   );
-}
-
-/** A finite number >= 0 (fractions allowed: `rowTimeMs: 0.02`). */
-function milliseconds(name: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 2_147_483_647) {
-    fail(name, 'a number of milliseconds >= 0', value);
-  }
-  return value;
 }
 
 const BASE_PATH_SEGMENT = /^[A-Za-z0-9._~-]+$/;
@@ -334,7 +359,7 @@ function compression(value: unknown): NormalizedCompression {
       );
     }
   }
-  const level = integer('compression.level', o.level, 1, 1, 9);
+  const level = int('compression.level', o.level, 1, 1, 9);
   if (o.codings === undefined) return { level, codings: AVAILABLE_CODINGS };
   if (!Array.isArray(o.codings))
     fail('compression.codings', `an array of ${ALL_CODINGS.join(', ')}`, o.codings);
@@ -363,124 +388,106 @@ export function normalizeOptions(options: EmulatorOptions = {}): NormalizedOptio
       throw new InvalidArgumentError(key, `Unknown emulator option; known: ${[...KNOWN].join(', ')}`);
     }
   }
+  return {
+    ...serverOptions(options),
+    ...dataOptions(options),
+    ...pagingOptions(options),
+    ...shapingOptions(options),
+    ...limitOptions(options),
+    ...pageCacheOptions(options),
+  };
+}
+
+type Normalized<T> = { readonly [K in keyof Required<T>]: NormalizedOptions[K & keyof NormalizedOptions] };
+
+function serverOptions(o: EmulatorServerOptions): Normalized<EmulatorServerOptions> {
   const d = DEFAULT_OPTIONS;
-  const host = options.host ?? d.host;
+  const host = o.host ?? d.host;
   if (typeof host !== 'string' || host === '') fail('host', 'a non-empty string', host);
-  const apiKey = options.apiKey ?? d.apiKey;
+  const apiKey = o.apiKey ?? d.apiKey;
   // The key travels in a header: it must be a non-empty token without whitespace or control characters.
   if (typeof apiKey !== 'string' || !/^[\x21-\x7e]+$/.test(apiKey)) {
-    fail(
-      'apiKey',
-      'a non-empty string of visible ASCII characters',
-      typeof apiKey === 'string' ? '(redacted)' : apiKey,
-    );
+    throw invalidSecret('apiKey', 'a non-empty string of visible ASCII characters', apiKey);
   }
-  const maxPageSize = integer('maxPageSize', options.maxPageSize, d.maxPageSize, 1, Number.MAX_SAFE_INTEGER);
-  const defaultPageSize = integer(
-    'defaultPageSize',
-    options.defaultPageSize,
-    d.defaultPageSize,
-    1,
-    maxPageSize,
-  );
-  const runningStatus = options.runningStatus ?? d.runningStatus;
-  if (runningStatus !== 200 && runningStatus !== 202) fail('runningStatus', '200 or 202', runningStatus);
-  const fault = options.fault;
-  if (fault !== undefined && typeof fault !== 'function') fail('fault', 'a function or undefined', fault);
   return {
     host,
-    port: integer('port', options.port, d.port, 0, 65535),
+    port: int('port', o.port, d.port, 0, 65535),
     apiKey,
-    seed: integer('seed', options.seed, d.seed, 0, 0xffffffff),
-    rowCap: integer('rowCap', options.rowCap, d.rowCap, 1, Number.MAX_SAFE_INTEGER),
-    bigIntegers: bigIntegers(options.bigIntegers),
-    defaultPageSize,
+    basePath: basePath(o.basePath),
+    tls: tlsOptions(o.tls),
+    maxBodyBytes: int('maxBodyBytes', o.maxBodyBytes, d.maxBodyBytes, 1),
+    headersTimeoutMs: int('headersTimeoutMs', o.headersTimeoutMs, d.headersTimeoutMs, 1, MAX_TIMER_MS),
+    requestTimeoutMs: int('requestTimeoutMs', o.requestTimeoutMs, d.requestTimeoutMs, 1, MAX_TIMER_MS),
+    acceptWidth: int('acceptWidth', o.acceptWidth, d.acceptWidth, 1, 256),
+    requestLogLimit: int('requestLogLimit', o.requestLogLimit, d.requestLogLimit, 0),
+  };
+}
+
+function dataOptions(o: EmulatorDataOptions): Normalized<EmulatorDataOptions> {
+  return {
+    seed: int('seed', o.seed, DEFAULT_OPTIONS.seed, 0, 0xffffffff),
+    bigIntegers: bigIntegers(o.bigIntegers),
+  };
+}
+
+function pagingOptions(o: EmulatorPagingOptions): Normalized<EmulatorPagingOptions> {
+  const d = DEFAULT_OPTIONS;
+  const maxPageSize = int('maxPageSize', o.maxPageSize, d.maxPageSize, 1);
+  const runningStatus = o.runningStatus ?? d.runningStatus;
+  if (runningStatus !== 200 && runningStatus !== 202) fail('runningStatus', '200 or 202', runningStatus);
+  return {
+    rowCap: int('rowCap', o.rowCap, d.rowCap, 1),
+    defaultPageSize: int('defaultPageSize', o.defaultPageSize, d.defaultPageSize, 1, maxPageSize),
     maxPageSize,
-    queryDelayMs: integer('queryDelayMs', options.queryDelayMs, d.queryDelayMs, 0, 2_147_483_647),
+    queryDelayMs: int('queryDelayMs', o.queryDelayMs, d.queryDelayMs, 0, MAX_TIMER_MS),
     runningStatus,
-    basePath: basePath(options.basePath),
-    maxBodyBytes: integer('maxBodyBytes', options.maxBodyBytes, d.maxBodyBytes, 1, Number.MAX_SAFE_INTEGER),
-    pageCacheSize: integer(
-      'pageCacheSize',
-      options.pageCacheSize,
-      d.pageCacheSize,
+  };
+}
+
+function shapingOptions(o: EmulatorShapingOptions): Normalized<EmulatorShapingOptions> {
+  const d = DEFAULT_OPTIONS;
+  return {
+    latencyMs: ms('latencyMs', o.latencyMs, d.latencyMs),
+    pageTimeMs: ms('pageTimeMs', o.pageTimeMs, d.pageTimeMs),
+    rowTimeMs: ms('rowTimeMs', o.rowTimeMs, d.rowTimeMs),
+    connectionBytesPerSecond: int('connectionBytesPerSecond', o.connectionBytesPerSecond, 0, 0),
+    totalBytesPerSecond: int('totalBytesPerSecond', o.totalBytesPerSecond, 0, 0),
+    compression: compression(o.compression),
+  };
+}
+
+function limitOptions(o: EmulatorOptions): Normalized<EmulatorLimitOptions> {
+  const d = DEFAULT_OPTIONS;
+  const fault = o.fault;
+  if (fault !== undefined && typeof fault !== 'function') fail('fault', 'a function or undefined', fault);
+  return {
+    maxInFlight: int('maxInFlight', o.maxInFlight, d.maxInFlight, 0),
+    requestsPerMinute: int('requestsPerMinute', o.requestsPerMinute, d.requestsPerMinute, 0),
+    // A shaped emulator models a given service, whose limits are the ones configured (maxInFlight,
+    // requestsPerMinute): its own shedding would add 503s nobody asked for, as shaped pages stay in
+    // flight for their latency and transfer time.
+    maxPageRowsInFlight: int(
+      'maxPageRowsInFlight',
+      o.maxPageRowsInFlight,
+      shaped(o) ? 0 : d.maxPageRowsInFlight,
       0,
-      Number.MAX_SAFE_INTEGER,
-    ),
-    pageCacheBytes: integer(
-      'pageCacheBytes',
-      options.pageCacheBytes,
-      d.pageCacheBytes,
-      0,
-      Number.MAX_SAFE_INTEGER,
-    ),
-    requestLogLimit: integer(
-      'requestLogLimit',
-      options.requestLogLimit,
-      d.requestLogLimit,
-      0,
-      Number.MAX_SAFE_INTEGER,
     ),
     fault,
-    tls: tlsOptions(options.tls),
-    compression: compression(options.compression),
-    latencyMs: milliseconds('latencyMs', options.latencyMs, d.latencyMs),
-    pageTimeMs: milliseconds('pageTimeMs', options.pageTimeMs, d.pageTimeMs),
-    rowTimeMs: milliseconds('rowTimeMs', options.rowTimeMs, d.rowTimeMs),
-    connectionBytesPerSecond: integer(
-      'connectionBytesPerSecond',
-      options.connectionBytesPerSecond,
-      d.connectionBytesPerSecond,
-      0,
-      Number.MAX_SAFE_INTEGER,
-    ),
-    totalBytesPerSecond: integer(
-      'totalBytesPerSecond',
-      options.totalBytesPerSecond,
-      d.totalBytesPerSecond,
-      0,
-      Number.MAX_SAFE_INTEGER,
-    ),
-    maxInFlight: integer('maxInFlight', options.maxInFlight, d.maxInFlight, 0, Number.MAX_SAFE_INTEGER),
-    requestsPerMinute: integer(
-      'requestsPerMinute',
-      options.requestsPerMinute,
-      d.requestsPerMinute,
-      0,
-      Number.MAX_SAFE_INTEGER,
-    ),
-    maxPageRowsInFlight: integer(
-      'maxPageRowsInFlight',
-      options.maxPageRowsInFlight,
-      // A shaped emulator models a given service, whose limits are the ones configured (maxInFlight,
-      // requestsPerMinute): its own shedding would add 503s nobody asked for, as shaped pages stay in
-      // flight for their latency and transfer time.
-      shaped(options) ? 0 : d.maxPageRowsInFlight,
-      0,
-      Number.MAX_SAFE_INTEGER,
-    ),
-    pageCacheIdleMs: integer(
+  };
+}
+
+function pageCacheOptions(o: EmulatorPageCacheOptions): Normalized<EmulatorPageCacheOptions> {
+  const d = DEFAULT_OPTIONS;
+  return {
+    pageCacheSize: int('pageCacheSize', o.pageCacheSize, d.pageCacheSize, 0),
+    pageCacheBytes: int('pageCacheBytes', o.pageCacheBytes, d.pageCacheBytes, 0),
+    // A cache sized on purpose (benchmarks serving every page from memory) is kept until asked otherwise.
+    pageCacheIdleMs: int(
       'pageCacheIdleMs',
-      options.pageCacheIdleMs,
-      // A cache sized on purpose (benchmarks serving every page from memory) is kept until asked otherwise.
-      options.pageCacheSize === undefined && options.pageCacheBytes === undefined ? d.pageCacheIdleMs : 0,
+      o.pageCacheIdleMs,
+      o.pageCacheSize === undefined && o.pageCacheBytes === undefined ? d.pageCacheIdleMs : 0,
       0,
-      2_147_483_647,
+      MAX_TIMER_MS,
     ),
-    headersTimeoutMs: integer(
-      'headersTimeoutMs',
-      options.headersTimeoutMs,
-      d.headersTimeoutMs,
-      1,
-      2_147_483_647,
-    ),
-    requestTimeoutMs: integer(
-      'requestTimeoutMs',
-      options.requestTimeoutMs,
-      d.requestTimeoutMs,
-      1,
-      2_147_483_647,
-    ),
-    acceptWidth: integer('acceptWidth', options.acceptWidth, d.acceptWidth, 1, 256),
   };
 }
