@@ -81,23 +81,20 @@ export class FixedConcurrency implements ConcurrencyController {
 }
 
 /**
- * The limit before anything is measured, on a near service. On loopback the limit only grows while the
- * consumer waits, so it starts and stays low; a first round of 8 there left a 500k-row read 8-10 %
- * slower than a fixed 2 (7 alternating rounds), 4 +2.5 %.
+ * The limit before anything is measured, on a near service: low, since there the limit only grows while
+ * the consumer waits, and pages beyond what the CPU decodes only wait (docs/performance.md, *Adaptive
+ * concurrency: its constants*).
  */
 export const INITIAL_LIMIT = 4;
 /**
  * The limit to start from on a far service: one whose quickest answer so far (the query's own requests)
- * took FAR_ANSWER_MS or more. There each doubling round costs a page latency (~0.5 s on the WAN bench:
- * a round trip, the service's 0.23 s for 10k rows, the body): from 4, 500k rows took 0.58-0.60 of the
- * physical limit, from 8 0.62 (16: 0.63). 8 helps only since a page's slot is given back when its body
- * is read and decodes take turns with I/O: before, a round of pages ending together decoded back to
- * back and the next requests sat unsent for 0.5-0.8 s, and starting higher gave 3.3-4.4 s run to run.
+ * took FAR_ANSWER_MS or more. There each doubling round costs a page latency, so starting higher saves
+ * rounds; higher than this gained little on the WAN bench (docs/performance.md).
  */
 export const FAR_INITIAL_LIMIT = 8;
 /**
- * An answer this slow says the service is far (or slow to answer) enough that startup rounds are dear:
- * a loopback emulator answers the query's requests in 1-10 ms, the WAN bench's in 80-110 ms.
+ * An answer this slow says the service is far (or slow to answer) enough that startup rounds are dear
+ * (a loopback emulator answers in a few ms, a service across a WAN in tens to hundreds).
  */
 export const FAR_ANSWER_MS = 20;
 /**
@@ -155,17 +152,14 @@ export function adaptiveConcurrency(max: number, metered: boolean): AdaptiveConc
 /** Startup goes on while a round delivers this much more than the best before it. */
 const STARTUP_GAIN = 1.15;
 /**
- * Startup multiplies the limit by this each round. Doubling, not quadrupling: on loopback, where one or
- * two requests already fill the pipe, x4 overshot to 8-32 requests whose pages then waited to be decoded
- * (+9 % on a 500k-row toTable against a fixed 2, +2 % with x2), and on the shaped WAN link x2 also ended
- * nearer the physical limit (0.55 against 0.50 of it), the overshoot costing more than the round saved.
+ * Startup multiplies the limit by this each round: doubling, not quadrupling, since an overshoot (pages
+ * waiting to be decoded, or sharing the link) cost more than the round it saved, on loopback and WAN alike.
  */
 const STARTUP_GROWTH = 2;
 /**
  * Startup does not grow while the process was busier than this in the round: the client's own CPU
  * (decoding, the consumer), not the link, then holds delivery back, and more requests only queue pages
- * for it. On loopback a 500k-row IPC export grew 4 -> 8 -> 16 on a rising rate (the client warming up)
- * and ran 15 % slower with 60 MB more resident; on the WAN bench the loop is 20-40 % busy while growing.
+ * for it (the client warming up looks like a rising rate).
  */
 const BUSY_CEILING = 0.85;
 /** In flight = this many times the bandwidth-delay product: room for jitter, not a queue. */
