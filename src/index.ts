@@ -62,6 +62,7 @@ export {
   ResponseTooLargeError,
   RowLimitError,
   ServerError,
+  SplitSchemaError,
   TimeoutError,
   TruncatedError,
 } from './core/errors.js';
@@ -102,6 +103,8 @@ export {
   ResultStream,
 } from './query/result-stream.js';
 export type { ConcurrencyChange } from './query/scheduler.js';
+export type { SplitWarning } from './query/split.js';
+export type { ResultPart, SplitInfo } from './query/split-rows.js';
 export type { StreamOptions } from './query/stream-options.js';
 export { type CheckTickersMode, unknownTickers } from './tickers/coverage.js';
 export type { CallOptions, PageRequest, RawPageRequest } from './transport/endpoints.js';

@@ -11,6 +11,7 @@ import { type FieldDescriptor, type FormatName, MediaType } from '../core/wire.j
 import type { CallOptions, EndpointClient } from '../transport/endpoints.js';
 import { type FirstPage, type LocalRows, type ResultSource, ResultStream } from './result-stream.js';
 import type { RequestScheduler } from './scheduler.js';
+import type { ResultPart, SplitInfo } from './split-rows.js';
 import { normalizeStreamOptions, type StreamOptions } from './stream-options.js';
 
 export interface DownloadOptions extends CallOptions {
@@ -41,8 +42,10 @@ export class QueryResult implements ResultSource {
   #firstPage: FirstPage | undefined;
   /** `last_date_updated` of the result's pages, when the query offers table JSON. */
   readonly lastDateUpdated: string | undefined;
-  /** @internal Set when the client has a result cache. */
+  /** @internal Set when the client has a result cache, or reads a split result's parts. */
   readonly local: LocalRows | undefined;
+  /** How a result of `split: true` was split (`undefined`: read as one query). */
+  readonly split: SplitInfo | undefined;
 
   /** @internal Use `client.query()`. */
   constructor(init: ResultSource & { readonly firstPage?: FirstPage | undefined }) {
@@ -58,6 +61,16 @@ export class QueryResult implements ResultSource {
     this.#firstPage = init.firstPage;
     this.lastDateUpdated = init.lastDateUpdated;
     this.local = init.local;
+    this.split = init.split;
+  }
+
+  /**
+   * The parts of a result of `split: true` that the service truncated as a whole, in the order their rows
+   * are read: each part's tickers, query id, rows, first row, and whether it is still truncated (a single
+   * ticker over the cap). `undefined` for a result read as one query.
+   */
+  get parts(): readonly ResultPart[] | undefined {
+    return this.split?.parts;
   }
 
   /**
@@ -96,6 +109,13 @@ export class QueryResult implements ResultSource {
    * Large ranges are the server's to clamp: check `X-Total` and page yourself for more than one page.
    */
   async download(options: DownloadOptions = {}): Promise<Readable> {
+    if (this.split) {
+      throw invalid(
+        'download',
+        'a result read as one query (a split result has a body per part: query each of `result.parts`)',
+        this.id,
+      );
+    }
     const requested = options.format ?? 'json';
     const byName: Record<string, string> = { ...MediaType, json: MediaType.table };
     const mediaType = byName[requested] ?? requested;

@@ -36,6 +36,7 @@ import { OrderedWindow, type WindowTask } from './ordered-window.js';
 import { fetchPage, type PageData, type PageFetchContext, partLength } from './page-fetcher.js';
 import { checkRowLimit, PagePlan, type PageRange } from './page-plan.js';
 import { type ConcurrencyChange, type Permit, RequestScheduler } from './scheduler.js';
+import type { SplitInfo } from './split-rows.js';
 import { chooseFormat, DEFAULT_MAX_CONCURRENCY, type NormalizedStreamOptions } from './stream-options.js';
 
 /** What a stream needs to know about a completed query. */
@@ -56,6 +57,8 @@ export interface ResultSource {
   readonly lastDateUpdated?: string | undefined;
   /** Rows from somewhere else than the page engine (the result cache): see `LocalRows`. */
   readonly local?: LocalRows | undefined;
+  /** Set for a result of `split: true` read in parts (its `local` reads them). */
+  readonly split?: SplitInfo | undefined;
 }
 
 /** A table-JSON page already read (its descriptors described the query): rows `range`, body bytes. */
@@ -141,6 +144,8 @@ export interface ResultStreamEvents {
   /** The page requests allowed in flight changed (see `concurrency`). */
   concurrency: (change: ConcurrencyChange) => void;
   schema: (schema: Schema) => void;
+  /** A result of `split: true` read in parts: which, in the order read (after `'schema'`). */
+  split: (info: SplitInfo) => void;
 }
 
 type Chunk = RecordBatch | Record<string, unknown>;
@@ -326,12 +331,14 @@ export class ResultStream extends Readable {
     const source = await this.#resolve(signal);
     this.#source = source;
     const opts = this.#options;
-    // Before any page: a total the server made up must not be read (nor planned).
-    checkRowLimit(source.total, opts.maxRows);
+    // Before any page: a total the server made up must not be read (nor planned). Each part of a split
+    // result was a query of its own, held to the limit on its own.
+    checkRowLimit(source.total, opts.maxRows * (source.split?.parts.length ?? 1));
     const plan = planColumns([...source.fields], opts.types ? { ...opts.types } : undefined, opts.bigNumbers);
     const schema = buildSchema(plan);
     this.#schema = schema;
     this.emit('schema', schema);
+    if (source.split) this.emit('split', source.split);
     if (source.truncated) {
       if (opts.onTruncated === 'error') throw new TruncatedError(source.total);
       this.emit('truncated', { total: source.total });
