@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { MessageReader, type RecordBatch, tableFromIPC } from 'apache-arrow';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { CacheEvent } from '../src/cache/events.js';
 import type { Emulator } from '../src/emulator/index.js';
@@ -69,6 +70,20 @@ async function counted<T>(
   const seen = emu.requests.slice(before);
   const count = (method: string) => seen.filter((r) => r.method === method).length;
   return { value, post: count('POST'), head: count('HEAD'), get: count('GET') };
+}
+
+/** The dictionary batch messages of Arrow IPC stream bytes: their dictionary id and delta flag. */
+function dictionaryMessages(ipc: Uint8Array): { id: number; isDelta: boolean }[] {
+  const out: { id: number; isDelta: boolean }[] = [];
+  const reader = new MessageReader(ipc);
+  for (let message = reader.readMessage(); message; message = reader.readMessage()) {
+    if (message.isDictionaryBatch()) {
+      const header = message.header();
+      out.push({ id: Number(header.id), isDelta: header.isDelta });
+    }
+    if (message.bodyLength > 0) reader.readMessageBody(message.bodyLength);
+  }
+  return out;
 }
 
 function warnings(): { list: SplitWarning[]; onSplitWarning: (w: SplitWarning) => void } {
@@ -140,6 +155,18 @@ describe('split: true', () => {
     // Byte-identical Arrow across two runs of the same split.
     const second = await ipcBytes(client.stream(DATASET, { tickers: TICKERS }, { split: true }));
     expect(second.equals(ipc)).toBe(true);
+    // One dictionary per column across parts: the first dictionary batch of each column, then deltas
+    // (a replacement, which the IPC file format forbids, is what each part's own builder would give).
+    const dictionaries = dictionaryMessages(ipc);
+    expect(dictionaries.filter((d) => !d.isDelta).map((d) => d.id)).toEqual([
+      ...new Set(dictionaries.map((d) => d.id)),
+    ]);
+    expect(dictionaries.filter((d) => d.isDelta).length).toBeGreaterThanOrEqual(3);
+    expect(tableFromIPC(ipc).getChild('ticker')!.toArray()).toEqual(
+      (await client.query(DATASET, { tickers: TICKERS }, { split: true }).then((r) => r.toArray())).map(
+        (r) => r.ticker,
+      ),
+    );
 
     const result = await client.query(DATASET, { tickers: TICKERS }, { split: true });
     const table = await result.toTable();
@@ -162,6 +189,11 @@ describe('split: true', () => {
     // From inside the second part to the end.
     const from = result.parts![1]!.firstRow + 17;
     expect(await result.toArray({ startRow: from })).toEqual(all.slice(from - 1));
+    // A batchSize holds across parts: every batch has that many rows but the last.
+    const sizes: number[] = [];
+    for await (const batch of result.stream({ batchSize: 500 })) sizes.push((batch as RecordBatch).numRows);
+    expect(sizes.slice(0, -1).every((n) => n === 500)).toBe(true);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(all.length);
   });
 
   test('a result that fits is read as one query: no part, no request more', async () => {

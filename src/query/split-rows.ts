@@ -4,11 +4,13 @@
  * were checked to have one schema before the first row (split.ts), so every batch is re-labelled with the
  * schema the stream announced; rows are neither added nor dropped, and `startRow` counts across parts.
  */
-import { RecordBatch } from 'apache-arrow';
+import type { RecordBatch } from 'apache-arrow';
 import { RecordBatchBuilder } from '../convert/index.js';
+import { Pending } from '../convert/rebatch.js';
 import { ProtocolError } from '../core/errors.js';
 import type { LocalMark, LocalReadContext, LocalRows, LocalStep, ResultSource } from './result-stream.js';
 import { ResultStream } from './result-stream.js';
+import { SharedDictionaries } from './split-dictionaries.js';
 
 /** One part of a split result. */
 export interface ResultPart {
@@ -57,6 +59,13 @@ export class SplitRows implements LocalRows {
     let pages = 0;
     let bytes = 0;
     let rows = 0;
+    // A `batchSize` holds across parts (batches of exactly that many rows but the last, as one query's
+    // and as the cache serves them); unset, a batch is a page of a part.
+    const pending =
+      options.output === 'arrow' && !options.batchSizeAuto ? new Pending(options.batchSize) : undefined;
+    // One dictionary per column across parts (each part's builder starts its own).
+    const dictionaries = new SharedDictionaries(ctx.schema);
+    const relabel = (batch: RecordBatch) => dictionaries.relabel(batch);
     for (const { part, source } of this.#parts) {
       const last = part.firstRow + part.total - 1;
       if (part.total === 0 || last < options.startRow) continue;
@@ -95,7 +104,10 @@ export class SplitRows implements LocalRows {
           read += batch.numRows;
           // A part's empty batch only carries its schema: the split result's comes once, at the end.
           if (batch.numRows === 0) continue;
-          yield { chunks: [new RecordBatch(ctx.schema, batch.data)], marks: marks.splice(0) };
+          // Marks may go with earlier rows: the stream reports each once its end has been read.
+          const shared = relabel(batch);
+          const chunks = pending ? [...pending.add(shared)] : [shared];
+          yield { chunks, marks: marks.splice(0) };
         }
         if (objects.length > 0) yield { chunks: objects, marks: marks.splice(0) };
       } finally {
@@ -110,6 +122,8 @@ export class SplitRows implements LocalRows {
       }
       rows += read;
     }
+    const rest = pending?.rest();
+    if (rest) yield { chunks: [rest] };
     if (rows === 0 && options.output === 'arrow') {
       yield { chunks: [new RecordBatchBuilder(ctx.plan, { onInvalid: options.onInvalid }).flush()] };
     }
