@@ -25,6 +25,9 @@ export interface SplitWarning {
   readonly message: string;
   /** The tickers concerned (those over the cap; empty for `DQS_SPLIT_NO_TICKERS`). */
   readonly tickers: readonly string[];
+  readonly datasetId: string;
+  /** The rows the service returned for the truncated query (or part): its row cap. */
+  readonly cap: number;
 }
 
 /** What splitting needs of the client: its endpoints, and its lifecycle from an existing handle. */
@@ -157,6 +160,8 @@ export function reportSplit(
     warn({
       code: 'DQS_SPLIT_NO_TICKERS',
       tickers: [],
+      datasetId,
+      cap: result.total,
       message: `the result of ${datasetId} is truncated at ${result.total} rows and cannot be split: the service filters a query by tickers only, and this query names none; pass \`tickers\` to read every row in parts that fit`,
     });
     return;
@@ -167,6 +172,8 @@ export function reportSplit(
   warn({
     code: 'DQS_SPLIT_TICKER_OVER_CAP',
     tickers: names,
+    datasetId,
+    cap: over[0]!.total,
     message: `${each} the row cap of ${datasetId} (${over[0]!.total} rows): ${over.length === 1 ? 'its part is' : 'their parts are'} truncated, the only truncated ${over.length === 1 ? 'part' : 'parts'} of ${result.split.parts.length}; a single ticker cannot be split further`,
   });
 }
