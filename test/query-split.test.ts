@@ -4,17 +4,20 @@
  * into a few parts; every test reads over real HTTP and checks against queries of one ticker each.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageReader, type RecordBatch, tableFromIPC } from 'apache-arrow';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { CacheEvent } from '../src/cache/events.js';
-import type { Emulator } from '../src/emulator/index.js';
+import { type Emulator, queryInfo, startEmulator } from '../src/emulator/index.js';
 import {
   type DatasetClient,
   type QueryResult,
   ResultStream,
   type SplitInfo,
+  SplitSchemaError,
   type SplitWarning,
 } from '../src/index.js';
 import { ipcBytes, setup } from './helpers.js';
@@ -70,6 +73,15 @@ async function counted<T>(
   const seen = emu.requests.slice(before);
   const count = (method: string) => seen.filter((r) => r.method === method).length;
   return { value, post: count('POST'), head: count('HEAD'), get: count('GET') };
+}
+
+function text(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
 }
 
 /** The dictionary batch messages of Arrow IPC stream bytes: their dictionary id and delta flag. */
@@ -311,6 +323,60 @@ describe('split: true', () => {
       expect((await unsplit.toArray()).length).toBe(CAP);
     } finally {
       await client.close();
+    }
+  });
+
+  test("parts whose columns differ from the whole list's: SplitSchemaError before any row", async () => {
+    // A service that describes one column otherwise for every query but the whole list's: a proxy in front
+    // of the emulator rewrites the pages of the parts' queries.
+    const emu = await startEmulator({ apiKey: 'split-key', rowCap: CAP });
+    const whole = queryInfo(DATASET, { tickers: TICKERS }, { rowCap: CAP }).id;
+    const proxy = createServer(async (req, res) => {
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).filter(
+          ([k]) => !['host', 'accept-encoding', 'content-length'].includes(k),
+        ),
+      ) as Record<string, string>;
+      const body = req.method === 'POST' ? await text(req) : undefined;
+      const answer = await fetch(`${emu.url}${req.url}`, {
+        method: req.method!,
+        headers,
+        ...(body === undefined ? {} : { body }),
+      });
+      let bytes = Buffer.from(await answer.arrayBuffer());
+      const id = /\/query\/([0-9a-f]{64})/.exec(req.url ?? '')?.[1];
+      if (req.method === 'GET' && id !== undefined && id !== whole && answer.ok) {
+        const page = JSON.parse(bytes.toString('utf8')) as { fields: { display_name: string }[] };
+        page.fields[2]!.display_name = 'Renamed';
+        bytes = Buffer.from(JSON.stringify(page));
+      }
+      const out: Record<string, string> = {};
+      answer.headers.forEach((v, k) => {
+        if (!['content-encoding', 'content-length', 'transfer-encoding'].includes(k)) out[k] = v;
+      });
+      res.writeHead(answer.status, { ...out, 'content-length': String(bytes.length) });
+      res.end(req.method === 'HEAD' ? undefined : bytes);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const { port } = proxy.address() as AddressInfo;
+    const { DatasetClient } = await import('../src/index.js');
+    const client = new DatasetClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: 'split-key' });
+    try {
+      const err = await client.query(DATASET, { tickers: TICKERS }, { split: true }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(SplitSchemaError);
+      expect(err).toMatchObject({
+        code: 'DQS_SPLIT_SCHEMA',
+        datasetId: DATASET,
+        tickers: TICKERS.slice(0, 4),
+      });
+      expect((err as Error).message).toMatch(/describes column 3 \(\w+\) otherwise/);
+    } finally {
+      await client.close();
+      await new Promise((resolve) => proxy.close(resolve));
+      await emu.close();
     }
   });
 
