@@ -11,7 +11,7 @@ import type { CacheEvent } from './cache/events.js';
 import { type CacheOptions, normalizeCacheOptions } from './cache/options.js';
 import { ResultCache } from './cache/result-cache.js';
 import { ProtocolError, ResponseTooLargeError } from './core/errors.js';
-import { optionalInteger } from './core/validate.js';
+import { optionalBoolean, optionalInteger } from './core/validate.js';
 import { type FieldDescriptor, MediaType, type QueryBody, type QueryHandle, ROW_CAP } from './core/wire.js';
 import { envelopeOf, parseTablePage } from './decode/table-json.js';
 import { readTableEnvelope } from './decode/table-json-fast.js';
@@ -22,6 +22,7 @@ import { QueryResult } from './query/query-result.js';
 import type { KeptPage, ResultSource } from './query/result-source.js';
 import { ResultStream } from './query/result-stream.js';
 import { type ConcurrencyChange, RequestScheduler } from './query/scheduler.js';
+import { reportSplit, type SplitWarning, splitIfTruncated } from './query/split.js';
 import {
   DEFAULT_MAX_CONCURRENCY,
   DEFAULT_PAGE_SIZE,
@@ -63,6 +64,19 @@ export interface QueryOptions extends WaitOptions {
    * instead of the warning or the error; it may throw to refuse the query.
    */
   readonly onUnknownTickers?: ((unknown: readonly string[]) => void) | undefined;
+  /**
+   * A result of `body.tickers` truncated at the row cap is read in parts that fit: the list is split in
+   * halves, and each half again while the service truncates it (the HEAD says), then every part is read,
+   * as one result: the parts in list order (repeated tickers dropped), each part's rows in the service's
+   * order, one schema (`SplitSchemaError` otherwise), every row once. `result.parts` and the stream's
+   * `'split'` event say how the list was split. A ticker whose rows alone pass the cap stays truncated
+   * (the only truncated part, with a process warning `DQS_SPLIT_TICKER_OVER_CAP`); a query without
+   * tickers cannot be split (warning `DQS_SPLIT_NO_TICKERS`). Costs nothing when the result fits.
+   * @default false
+   */
+  readonly split?: boolean | undefined;
+  /** @internal The CLI's wording: called with each warning of `split` instead of a process warning. */
+  readonly onSplitWarning?: ((warning: SplitWarning) => void) | undefined;
 }
 
 export interface DatasetClientOptions extends ClientOptions {
@@ -146,21 +160,40 @@ export class DatasetClient extends EndpointClient {
       { signal: options.signal },
     );
     const cache = options.cache === false ? undefined : this.#cache;
+    const split = optionalBoolean(options.split, 'split', false);
+    const fetch = async (handle?: QueryHandle, signal?: AbortSignal): Promise<ResultSource> => {
+      const opts = signal ? { ...options, signal } : options;
+      const whole = await this.#fetch(datasetId, body, opts, limits, handle);
+      if (!split) return whole;
+      return splitIfTruncated(whole, {
+        client: this,
+        datasetId,
+        body,
+        wait: opts,
+        open: (part, partHandle, s) =>
+          this.#fetch(datasetId, part, { ...opts, signal: s }, limits, partHandle),
+      });
+    };
+    let result: ResultSource;
     if (cache === undefined) {
       tickers?.report(await tickers.run());
-      return this.#fetch(datasetId, body, options, limits);
+      result = await fetch();
+    } else {
+      result = await cache.query({
+        client: this,
+        datasetId,
+        body,
+        split,
+        signal: options.signal,
+        tickers,
+        refresh: options.cache === 'refresh' || cache.options.refresh,
+        scheduler: this.scheduler,
+        fetch,
+      });
     }
-    return cache.query({
-      client: this,
-      datasetId,
-      body,
-      signal: options.signal,
-      tickers,
-      refresh: options.cache === 'refresh' || cache.options.refresh,
-      scheduler: this.scheduler,
-      fetch: (handle, signal) =>
-        this.#fetch(datasetId, body, signal ? { ...options, signal } : options, limits, handle),
-    });
+    // From the result, hit or miss alike: a cached split result warns as the first run did.
+    if (split) reportSplit(datasetId, body, result, options.onSplitWarning);
+    return result;
   }
 
   /** The uncached lifecycle; from an existing POST's `handle` when given (the cache made it). */

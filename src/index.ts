@@ -62,6 +62,7 @@ export {
   ResponseTooLargeError,
   RowLimitError,
   ServerError,
+  SplitSchemaError,
   TimeoutError,
   TruncatedError,
 } from './core/errors.js';
@@ -94,6 +95,8 @@ export type { MimeBundle } from './query/result-display.js';
 export type { ResultInfo } from './query/result-source.js';
 export { type Checkpoint, type ProgressEvent, ResultStream } from './query/result-stream.js';
 export type { ConcurrencyChange } from './query/scheduler.js';
+export type { SplitWarning } from './query/split.js';
+export type { ResultPart, SplitInfo } from './query/split-info.js';
 export type { StreamOptions } from './query/stream-options.js';
 export { type CheckTickersMode, unknownTickers } from './tickers/coverage.js';
 export type { CallOptions, PageRequest, RawPageRequest } from './transport/endpoints.js';

@@ -95,7 +95,7 @@ describe('architecture', () => {
     expect(long).toEqual([]);
   });
 
-  it('runs the page scheduler and the three pools on p-queue, as the design card says', () => {
+  it('runs the page scheduler and every pool (fan-out, partitioned export, ticker check, split) on p-queue, as the design card says', () => {
     for (const file of [
       'query/scheduler.ts',
       'analytics/fan-out.ts',

@@ -37,6 +37,10 @@ const samples: Record<string, [api.DqsError, api.DqsErrorCode]> = {
   ServerError: [new api.ServerError({ ...details, status: 503 }), 'DQS_SERVER'],
   TimeoutError: [new api.TimeoutError('GET', 5), 'DQS_TIMEOUT'],
   TruncatedError: [new api.TruncatedError(500_000), 'DQS_TRUNCATED'],
+  SplitSchemaError: [
+    new api.SplitSchemaError('job_listings', ['nasdaq:aapl'], 'has 3 columns'),
+    'DQS_SPLIT_SCHEMA',
+  ],
 };
 /**
  * Bases whose code is the subclass's (or, used directly, a generic one), and ConnectionError, whose code

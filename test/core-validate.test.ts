@@ -4,6 +4,7 @@
 // a port nothing listens on: reaching the network would fail differently).
 import { describe, expect, it } from 'vitest';
 import { toDuckDB } from '../src/analytics/dataframes.js';
+import { queryEach } from '../src/analytics/fan-out.js';
 import {
   checkInteger,
   checkNonEmptyArray,
@@ -14,7 +15,6 @@ import {
   optionalInteger,
 } from '../src/core/validate.js';
 import { DatasetClient, InvalidArgumentError } from '../src/index.js';
-import { queryEach } from '../src/analytics/fan-out.js';
 
 const NOWHERE = 'http://127.0.0.1:1';
 

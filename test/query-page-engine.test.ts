@@ -42,7 +42,9 @@ describe('page engine', () => {
     expect(first).toBeDefined();
     // The pages after the first ask for ~TARGET_PAGE_BYTES at the first page's bytes per row.
     // Pages planned before the first arrived keep the first guess (DEFAULT_PAGE_SIZE); the last is a rest.
-    const later = gets.filter((g) => g.start > first.limit && g.limit !== 10_000 && g.start + g.limit <= 60_000);
+    const later = gets.filter(
+      (g) => g.start > first.limit && g.limit !== 10_000 && g.start + g.limit <= 60_000,
+    );
     expect(later.length).toBeGreaterThan(0);
     const sizes = new Set(later.map((g) => g.limit));
     expect(sizes.size).toBe(1);

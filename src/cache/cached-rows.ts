@@ -84,7 +84,7 @@ export class CachedRows implements LocalRows {
     const { entry, source } = this.#init;
     const { options } = ctx;
     // Entries hold Float64 numbers: exact numbers are read from the service, and not stored.
-    if (options.bigNumbers !== 'error') return undefined;
+    if (options.bigNumbers !== 'error') return this.#direct(ctx);
     const sameValues =
       entry !== undefined &&
       typesKey(entry.types) === typesKey(options.types) &&
@@ -92,9 +92,31 @@ export class CachedRows implements LocalRows {
     if (sameValues) return this.#serve(ctx, entry);
     this.#preloaded = undefined; // other values: read from the service
     // A result that cannot be validated later (no table JSON, so no last_date_updated) is not stored.
-    if (source.lastDateUpdated === undefined) return undefined;
-    if (options.startRow !== 1) return entry ? this.#fromService(ctx) : undefined;
+    if (source.lastDateUpdated === undefined) return this.#direct(ctx);
+    if (options.startRow !== 1) return entry && !entry.split ? this.#fromService(ctx) : this.#direct(ctx);
     return this.#fill(ctx, source);
+  }
+
+  /**
+   * Rows from the service, no entry filled: the page engine (`undefined`), or a split result's parts
+   * (its own `local`), or, for a hit on a split entry, the parts read anew (the entry's query id is the
+   * whole list's, whose pages are truncated).
+   */
+  #direct(ctx: LocalReadContext): AsyncIterable<LocalStep> | undefined {
+    const { source, entry } = this.#init;
+    if (source.local) return source.local.open(ctx);
+    return entry?.split ? this.#splitAgain(ctx) : undefined;
+  }
+
+  async *#splitAgain(ctx: LocalReadContext): AsyncGenerator<LocalStep> {
+    const fresh = await this.#init.refetch(ctx.signal);
+    const steps = sameResult(this.#init.source, fresh) ? fresh.local?.open(ctx) : undefined;
+    if (!steps) {
+      throw new ProtocolError(
+        "the service's result is no longer the one the cached split result held (total, truncation or columns changed): run the query again",
+      );
+    }
+    yield* steps;
   }
 
   async *#serve(ctx: LocalReadContext, entry: EntryHeader): AsyncGenerator<LocalStep> {
@@ -186,6 +208,7 @@ export class CachedRows implements LocalRows {
       onInvalid: ctx.options.onInvalid,
       fetchedAt: Date.now(),
       ...(unknownTickers ? { unknownTickers: [...unknownTickers] } : {}),
+      ...(source.split ? { split: source.split } : {}),
     };
     let writer: EntryWriter | undefined;
     try {

@@ -18,6 +18,7 @@
 import { crc32 } from 'node:zlib';
 import type { ColumnKind } from '../convert/index.js';
 import type { FieldDescriptor } from '../core/wire.js';
+import type { ResultPart, SplitInfo } from '../query/split-info.js';
 import { openOwnFile, UntrustedFile } from './trust.js';
 
 export const FORMAT_VERSION = 2;
@@ -51,6 +52,8 @@ export interface EntryHeader {
    * none). Absent: the entry was filled without the check.
    */
   readonly unknownTickers?: readonly string[];
+  /** A result of `split: true` read in parts: the parts, and the whole list's (truncated) total. */
+  readonly split?: SplitInfo;
 }
 
 /**
@@ -127,9 +130,31 @@ function parseHeader(json: Buffer): EntryHeader {
     (h.types === null || (typeof h.types === 'object' && !Array.isArray(h.types))) &&
     (h.onInvalid === 'error' || h.onInvalid === 'null') &&
     isCount(h.fetchedAt) &&
-    (h.unknownTickers === undefined || (Array.isArray(h.unknownTickers) && h.unknownTickers.every(isString)));
+    (h.unknownTickers === undefined ||
+      (Array.isArray(h.unknownTickers) && h.unknownTickers.every(isString))) &&
+    (h.split === undefined || isSplitInfo(h.split));
   if (!ok) throw new EntryProblem('corrupt', 'header lacks a member or has one of the wrong type');
   return h as EntryHeader;
+}
+
+function isSplitInfo(v: unknown): v is SplitInfo {
+  if (v === null || typeof v !== 'object') return false;
+  const { parts, cappedTotal } = v as Partial<Record<keyof SplitInfo, unknown>>;
+  return (
+    isCount(cappedTotal) &&
+    Array.isArray(parts) &&
+    parts.every((p: Partial<Record<keyof ResultPart, unknown>> | null) => {
+      if (p === null || typeof p !== 'object') return false;
+      return (
+        Array.isArray(p.tickers) &&
+        p.tickers.every(isString) &&
+        isString(p.queryId) &&
+        isCount(p.total) &&
+        typeof p.truncated === 'boolean' &&
+        isCount(p.firstRow)
+      );
+    })
+  );
 }
 
 /** What a query asks of an entry: the entry must have been filled for exactly this. */

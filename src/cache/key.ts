@@ -108,13 +108,23 @@ export interface KeyParts {
   readonly body: string;
   /** `accountId()` of the credential. */
   readonly account: string;
+  /** A result of `split: true` (the rows of every part): an entry apart from the unsplit result's. */
+  readonly split?: boolean;
 }
 
 /** 64 lower-case hex characters: the entry's file name. */
 export function entryKey(parts: KeyParts): string {
   return createHash('sha256')
     .update(
-      JSON.stringify(['dqs-client cache key', parts.baseUrl, parts.datasetId, parts.body, parts.account]),
+      JSON.stringify([
+        'dqs-client cache key',
+        parts.baseUrl,
+        parts.datasetId,
+        parts.body,
+        parts.account,
+        // Only when set: the keys of every entry filled before the option existed stay the same.
+        ...(parts.split ? ['split'] : []),
+      ]),
     )
     .digest('hex');
 }

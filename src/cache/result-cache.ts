@@ -30,6 +30,11 @@ export interface CachedQuery {
   readonly client: EndpointClient;
   readonly datasetId: string;
   readonly body: QueryBody;
+  /**
+   * `split: true`: the entry is another one than the unsplit result's (its key says so), and holds the
+   * rows of every part; it is validated against the whole list's query, which the service truncates.
+   */
+  readonly split?: boolean | undefined;
   readonly signal: AbortSignal | undefined;
   /** Never serve the entry: read the service and replace it. */
   readonly refresh: boolean;
@@ -62,7 +67,7 @@ export class ResultCache {
     this.#emit = emit;
   }
 
-  async #key(baseUrl: string, datasetId: string, body: string): Promise<string> {
+  async #key(baseUrl: string, datasetId: string, body: string, split: boolean): Promise<string> {
     this.#secret ??= cacheSecret(this.options.dir);
     let secret: Buffer;
     try {
@@ -71,7 +76,8 @@ export class ResultCache {
       this.#secret = undefined; // an unwritable directory may be fixed while the process lives
       throw err;
     }
-    return entryKey({ baseUrl, datasetId, body, account: accountId(secret, await this.#credential()) });
+    const account = accountId(secret, await this.#credential());
+    return entryKey({ baseUrl, datasetId, body, account, ...(split ? { split } : {}) });
   }
 
   async query(q: CachedQuery): Promise<ResultSource> {
@@ -82,7 +88,7 @@ export class ResultCache {
     try {
       // Checked for every query: a directory made safe (or unsafe) meanwhile is taken as it is now.
       await trustCacheDir(this.options.dir);
-      key = await this.#key(baseUrl, datasetId, body);
+      key = await this.#key(baseUrl, datasetId, body, q.split === true);
     } catch (err) {
       this.#emit(
         err instanceof UnsafeCache
@@ -164,6 +170,7 @@ export class ResultCache {
           fields: entry.fields,
           scheduler: q.scheduler,
           lastDateUpdated: entry.lastDateUpdated,
+          split: entry.split,
         },
         entry,
         checked ?? recorded,
@@ -214,12 +221,13 @@ export class ResultCache {
     if (page.last_date_updated !== entry.lastDateUpdated) {
       return `last_date_updated is ${page.last_date_updated}, the entry's ${entry.lastDateUpdated}`;
     }
-    if (page.total !== entry.total) return `the page's total is ${page.total}, the entry's ${entry.total}`;
+    const { total, truncated: expected } = asServed(entry);
+    if (page.total !== total) return `the page's total is ${page.total}, the entry's ${total}`;
     if (JSON.stringify(page.fields) !== JSON.stringify(entry.fields)) return 'the column descriptors changed';
     // Only when the GET carries the header: a service that sends it on HEAD only must not look stale.
     if (response.headers['x-truncated'] !== undefined) {
       const { truncated } = statusFromHeaders({ ...response, status: 200 });
-      if (truncated !== entry.truncated) return `truncated is ${truncated}, the entry's ${entry.truncated}`;
+      if (truncated !== expected) return `truncated is ${truncated}, the entry's ${expected}`;
     }
     return undefined;
   }
@@ -229,6 +237,17 @@ export class ResultCache {
 function handleDiffers(handle: QueryHandle, entry: EntryHeader): string | undefined {
   if (handle.state !== 'complete') return `the query is ${handle.state} again`;
   if (handle.id !== entry.queryId) return 'the service gives the query another id';
-  if (handle.total !== entry.total) return `the total is ${handle.total}, the entry's ${entry.total}`;
+  const { total } = asServed(entry);
+  if (handle.total !== total) return `the total is ${handle.total}, the entry's ${total}`;
   return undefined;
+}
+
+/**
+ * What the service says of the entry's query when its result has not changed. A split entry holds more
+ * rows than the whole list's query, which the service truncates: it reports the cap it reported then.
+ */
+function asServed(entry: EntryHeader): { total: number; truncated: boolean } {
+  return entry.split
+    ? { total: entry.split.cappedTotal, truncated: true }
+    : { total: entry.total, truncated: entry.truncated };
 }

@@ -57,6 +57,7 @@ const BY_CODE: Readonly<Record<DqsErrorCode, ExitCodeValue>> = {
   DQS_DECODE: ExitCode.protocol,
   DQS_INVALID_VALUE: ExitCode.protocol,
   DQS_TRUNCATED: ExitCode.protocol,
+  DQS_SPLIT_SCHEMA: ExitCode.protocol,
   DQS_ROW_LIMIT: ExitCode.protocol,
   // No command loads an optional peer today; if one does, a missing piece is a local problem.
   DQS_MISSING_PACKAGE: ExitCode.local,

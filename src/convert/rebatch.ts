@@ -50,7 +50,8 @@ export async function* rebatchAsync(
   if (rest) yield rest;
 }
 
-class Pending {
+/** Rows gathered into batches of exactly `batchSize`; `rest()` gives the last, shorter one. */
+export class Pending {
   #pieces: RecordBatch[] = [];
   #rows = 0;
   constructor(readonly batchSize: number) {}

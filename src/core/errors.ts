@@ -33,6 +33,7 @@ export type DqsErrorCode =
   | 'DQS_DECODE'
   | 'DQS_INVALID_VALUE'
   | 'DQS_TRUNCATED'
+  | 'DQS_SPLIT_SCHEMA'
   | 'DQS_ROW_LIMIT'
   | 'DQS_FORMAT_NOT_OFFERED'
   | 'DQS_MISSING_PACKAGE'
@@ -397,6 +398,24 @@ export class TruncatedError extends DqsError {
       `The result was truncated by the service at ${total} rows; narrow the query (e.g. fewer tickers)`,
     );
     this.total = total;
+  }
+}
+
+/**
+ * The parts of a split result (`split: true`) do not share one schema: the service described the columns
+ * of one part's query otherwise than the whole list's. Their rows cannot make one stream; nothing was read.
+ */
+export class SplitSchemaError extends DqsError {
+  readonly datasetId: string;
+  /** The tickers of the part whose columns differ. */
+  readonly tickers: readonly string[];
+  constructor(datasetId: string, tickers: readonly string[], difference: string) {
+    super(
+      'DQS_SPLIT_SCHEMA',
+      `The parts of the split result of ${datasetId} do not share one schema: the part of ${tickers.join(', ')} ${difference}; read the parts apart (split: false, one query per list)`,
+    );
+    this.datasetId = datasetId;
+    this.tickers = tickers;
   }
 }
 

@@ -32,6 +32,7 @@ import { checkRowLimit, PagePlan } from './page-plan.js';
 import { PageSlot, type Pauses } from './page-slot.js';
 import type { LocalMark, ResultSource } from './result-source.js';
 import { type ConcurrencyChange, RequestScheduler } from './scheduler.js';
+import type { SplitInfo } from './split-info.js';
 import { chooseFormat, DEFAULT_MAX_CONCURRENCY, type NormalizedStreamOptions } from './stream-options.js';
 
 /** A page converted and pushed: its progress is due once the consumer has read row `end - 1`. */
@@ -40,6 +41,8 @@ export type PageMark = Omit<LocalMark, 'source'> & { readonly source?: LocalMark
 /** What the engine tells the stream it feeds. */
 export interface EngineEvents {
   schema(schema: Schema): void;
+  /** A result of `split: true` read in parts: which (after the schema). */
+  split(info: SplitInfo): void;
   truncated(info: { total: number }): void;
   retry(event: RetryEvent): void;
   concurrency(change: ConcurrencyChange): void;
@@ -95,11 +98,13 @@ export class PageEngine {
     const source = this.#source;
     const opts = this.#options;
     const signal = this.#signal;
-    // Before any page: a total the server made up must not be read (nor planned).
-    checkRowLimit(source.total, opts.maxRows);
+    // Before any page: a total the server made up must not be read (nor planned). Each part of a split
+    // result was a query of its own, held to the limit on its own.
+    checkRowLimit(source.total, opts.maxRows * (source.split?.parts.length ?? 1));
     const plan = planColumns([...source.fields], opts.types ? { ...opts.types } : undefined, opts.bigNumbers);
     const schema = buildSchema(plan);
     this.#events.schema(schema);
+    if (source.split) this.#events.split(source.split);
     if (source.truncated) {
       if (opts.onTruncated === 'error') throw new TruncatedError(source.total);
       this.#events.truncated({ total: source.total });

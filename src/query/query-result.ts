@@ -11,6 +11,7 @@ import type { CallOptions } from '../transport/endpoints.js';
 import { JUPYTER_DISPLAY, type MimeBundle, resultBundle, resultText } from './result-display.js';
 import type { ResultInfo, ResultSource } from './result-source.js';
 import { ResultStream } from './result-stream.js';
+import type { ResultPart, SplitInfo } from './split-info.js';
 import { normalizeStreamOptions, type StreamOptions } from './stream-options.js';
 
 export interface DownloadOptions extends CallOptions {
@@ -46,6 +47,8 @@ export class QueryResult implements ResultInfo {
   readonly maxResponseBytes: number;
   /** `last_date_updated` of the result's pages, when the query offers table JSON. */
   readonly lastDateUpdated: string | undefined;
+  /** How a result of `split: true` was split (`undefined`: read as one query). */
+  readonly split: SplitInfo | undefined;
 
   /** @internal Use `client.query()`. */
   constructor(source: ResultSource) {
@@ -58,6 +61,16 @@ export class QueryResult implements ResultInfo {
     this.fields = source.fields;
     this.maxResponseBytes = source.pages.maxResponseBytes;
     this.lastDateUpdated = source.lastDateUpdated;
+    this.split = source.split;
+  }
+
+  /**
+   * The parts of a result of `split: true` that the service truncated as a whole, in the order their rows
+   * are read: each part's tickers, query id, rows, first row, and whether it is still truncated (a single
+   * ticker over the cap). `undefined` for a result read as one query.
+   */
+  get parts(): readonly ResultPart[] | undefined {
+    return this.split?.parts;
   }
 
   /** A Readable of `RecordBatch`es (or row objects with `output: 'rows'`), in row order. */
@@ -87,6 +100,13 @@ export class QueryResult implements ResultInfo {
    * Large ranges are the server's to clamp: check `X-Total` and page yourself for more than one page.
    */
   async download(options: DownloadOptions = {}): Promise<Readable> {
+    if (this.split) {
+      throw invalid(
+        'download',
+        'a result read as one query (a split result has a body per part: query each of `result.parts`)',
+        this.id,
+      );
+    }
     const requested = options.format ?? 'json';
     const byName: Record<string, string> = { ...MediaType, json: MediaType.table };
     const mediaType = byName[requested] ?? requested;

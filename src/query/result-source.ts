@@ -11,6 +11,7 @@ import type { PageTransport } from '../transport/endpoints.js';
 import type { RetryEvent } from '../transport/retry.js';
 import type { PageRange } from './page-plan.js';
 import type { RequestScheduler } from './scheduler.js';
+import type { SplitInfo } from './split-info.js';
 import type { NormalizedStreamOptions } from './stream-options.js';
 
 /** A completed query, as its first answers described it. */
@@ -37,8 +38,10 @@ export interface ResultSource extends ResultInfo {
   readonly scheduler?: RequestScheduler | undefined;
   /** The page read with the query, handed to the first stream that can use it (once). */
   readonly takeFirstPage?: (() => KeptPage | undefined) | undefined;
-  /** Rows from somewhere else than the page engine (the result cache): see `LocalRows`. */
+  /** Rows from somewhere else than the page engine (the result cache, a split result's parts). */
   readonly local?: LocalRows | undefined;
+  /** Set for a result of `split: true` read in parts (its `local` reads them). */
+  readonly split?: SplitInfo | undefined;
 }
 
 /** A table-JSON page already read whole with the query (its descriptors described the result). */

@@ -18,6 +18,7 @@ import { HedgePolicy } from './hedge.js';
 import { PageEngine, type PageMark } from './page-engine.js';
 import type { ResultInfo, ResultSource } from './result-source.js';
 import type { ConcurrencyChange } from './scheduler.js';
+import type { SplitInfo } from './split-info.js';
 import type { NormalizedStreamOptions } from './stream-options.js';
 
 /** Where a download stands; pass `nextRow` as `startRow` to resume without re-reading rows. */
@@ -44,6 +45,8 @@ export interface ResultStreamEvents {
   /** The page requests allowed in flight changed (see `concurrency`). */
   concurrency: (change: ConcurrencyChange) => void;
   schema: (schema: Schema) => void;
+  /** A result of `split: true` read in parts: which, in the order read (after `'schema'`). */
+  split: (info: SplitInfo) => void;
 }
 
 export class ResultStream extends Readable {
@@ -224,6 +227,7 @@ export class ResultStream extends Readable {
           this.#schema = schema;
           this.emit('schema', schema);
         },
+        split: (info) => this.emit('split', info),
         truncated: (info) => this.emit('truncated', info),
         retry: (event) => this.emit('retry', event),
         concurrency: (change) => this.emit('concurrency', change),

@@ -2,6 +2,8 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { descriptorOf, type OutputTarget, openOutputTarget } from '../../core/output-target.js';
 import { RowCounter } from '../../output/row-counter.js';
+import type { SplitWarning } from '../../query/split.js';
+import type { SplitInfo } from '../../query/split-info.js';
 import type { StreamOptions } from '../../query/stream-options.js';
 import { unknownTickersMessage } from '../../tickers/coverage.js';
 import { checkDatasetId } from '../../transport/validate.js';
@@ -68,6 +70,10 @@ export const queryCommand: Command = {
       arg: 'TEXT',
       help: 'CSV only: write nulls as TEXT (e.g. NULL) for readers that cannot tell "" from an empty field.',
     },
+    'split-truncated': {
+      type: 'boolean',
+      help: 'When the service truncates the result of the tickers at its row cap, split the list in halves until every part fits, and write every part (one file, parts in list order).',
+    },
     'strict-tickers': {
       type: 'boolean',
       help: 'Fail (exit 2) instead of warning when the dataset has no data for a ticker asked for.',
@@ -84,6 +90,7 @@ export const queryCommand: Command = {
     'dqs query job_listings --ticker nasdaq:aapl --ticker nyse:wmt --out jobs.csv',
     'dqs query web_traffic --tickers-file tickers.txt --out - --as csv | duckdb -c "SELECT count(*) FROM read_csv(\'/dev/stdin\')"',
     'dqs query job_listings --ticker nasdaq:aapl --out - --as jsonl | jq .title',
+    'dqs query job_listings --tickers-file sp500.txt --split-truncated --out jobs.parquet',
   ],
   async run(args, ctx) {
     const [dataset] = positionals('query', args, ['dataset']);
@@ -120,6 +127,7 @@ export const queryCommand: Command = {
     const tickers = await readTickers(v, ctx.io, 'query');
     checkTickerArgs(tickers, 'query');
     const options = streamOptions(v);
+    const split = flag(v, 'split-truncated');
 
     const started = performance.now();
     // Created before anything is requested: an unwritable path fails at once, not after the download.
@@ -137,6 +145,7 @@ export const queryCommand: Command = {
         // Inside the query, so that a cache hit answers it from its entry instead of asking again.
         checkTickers: 'warn',
         onUnknownTickers: unknownTickersReport(dataset!, tickers, flag(v, 'strict-tickers'), ctx),
+        ...(split ? { split, onSplitWarning: (w: SplitWarning) => ctx.info(splitWarningText(w)) } : {}),
       });
       let truncated = false;
       let pages = 0;
@@ -150,6 +159,11 @@ export const queryCommand: Command = {
       });
       stream.once('truncated', () => {
         truncated = true;
+      });
+      let parts: SplitInfo['parts'] | undefined;
+      stream.once('split', (info: SplitInfo) => {
+        parts = info.parts;
+        ctx.debug(`split into ${info.parts.length} parts: ${info.parts.map(partText).join('; ')}`);
       });
       // Rows are counted as they reach the writer: what the file holds, whatever the stream reports.
       const rowCounter = new RowCounter((rows) =>
@@ -177,6 +191,7 @@ export const queryCommand: Command = {
           rows,
           total: source?.total ?? rows,
           truncated,
+          ...(split ? { parts: parts ?? null } : {}),
           file: out,
           format,
           bytes: size,
@@ -184,9 +199,7 @@ export const queryCommand: Command = {
         });
       }
       const where = target ? out : 'stdout';
-      const state = truncated
-        ? `TRUNCATED at the service's row cap (${count(source?.total ?? rows)} rows): narrow the query, e.g. fewer tickers, to get every row`
-        : 'complete';
+      const state = stateText(truncated, parts, source?.total ?? rows, tickers.length > 0);
       ctx.info(
         `wrote ${count(rows)} rows to ${where} (${LABELS[format]}, ${bytes(size)}) in ${duration(ms)}; ${state}${fromCache()}`,
       );
@@ -218,6 +231,37 @@ function unknownTickersReport(
       `warning: ${message}: the file will have no rows for ${them}; --strict-tickers makes this an error`,
     );
   };
+}
+
+/** How the file ends: complete, or truncated, and then what could still be done. */
+function stateText(
+  truncated: boolean,
+  parts: SplitInfo['parts'] | undefined,
+  total: number,
+  hasTickers: boolean,
+): string {
+  const inParts = parts ? ` (read in ${parts.length} parts of ${count(total)} rows in all)` : '';
+  if (!truncated) return `complete${inParts}`;
+  if (parts) {
+    const over = parts.filter((p) => p.truncated).flatMap((p) => p.tickers);
+    return `TRUNCATED${inParts}: ${over.join(', ')} alone ${over.length === 1 ? 'passes' : 'each pass'} the service's row cap, every other part is complete`;
+  }
+  const hint = hasTickers
+    ? '--split-truncated reads every row in parts that fit'
+    : 'narrow the query with --ticker (then --split-truncated reads every row in parts)';
+  return `TRUNCATED at the service's row cap (${count(total)} rows): ${hint}`;
+}
+
+function partText(part: SplitInfo['parts'][number]): string {
+  return `${part.tickers.join(',')}: ${count(part.total)} rows${part.truncated ? ' (TRUNCATED)' : ''}`;
+}
+
+/** The library's split warnings, in the CLI's words (options, not `tickers`). */
+function splitWarningText(warning: SplitWarning): string {
+  if (warning.code === 'DQS_SPLIT_NO_TICKERS') {
+    return `warning: the result of ${warning.datasetId} is truncated at ${count(warning.cap)} rows and --split-truncated cannot split it: the service filters a query by tickers only, and this query names none; pass --ticker or --tickers-file to read every row in parts that fit`;
+  }
+  return `warning: ${warning.message}`;
 }
 
 /** What --out names, opened by the rules of core/output-target (a file, a FIFO, a device...). */
