@@ -130,6 +130,11 @@ export class ResultStream extends Readable {
 
   #deliver(chunk: Chunk): void {
     this.#delivered += this.#options.output === 'arrow' ? (chunk as RecordBatch).numRows : 1;
+    this.#afterDelivery();
+  }
+
+  /** Rows up to `#delivered` have reached the consumer: a failure held back, and due progress, follow. */
+  #afterDelivery(): void {
     // The last chunk before a failure has left the buffer: fail once the consumer has it.
     if (this.#failure && this.readableLength === 0) process.nextTick(() => this.#fail());
     const nextRow = this.#options.startRow + this.#delivered;
@@ -154,6 +159,39 @@ export class ResultStream extends Readable {
   /** Pages requested so far (for tests of backpressure and for progress displays). */
   get pagesStarted(): number {
     return this.#engine?.pagesStarted ?? 0;
+  }
+
+  /**
+   * @internal The engine's chunks a group at a time (a page's batch, a slice of row objects), without the
+   * Readable's step per chunk: `toArray()` and `toTable()` take whole groups. The stream must not be read
+   * otherwise as well. Ends (or fails) the stream with the groups.
+   */
+  async *groups(): AsyncGenerator<readonly Chunk[], void, undefined> {
+    this.#chunks ??= this.#run();
+    let ended = false;
+    try {
+      for (;;) {
+        const next = await this.#chunks.next();
+        if (next.done) {
+          ended = true;
+          return;
+        }
+        yield next.value;
+        this.#delivered +=
+          this.#options.output === 'arrow'
+            ? next.value.reduce((n, b) => n + (b as RecordBatch).numRows, 0)
+            : next.value.length;
+        this.#afterDelivery();
+      }
+    } catch (err) {
+      ended = true;
+      this.destroy(err as Error);
+      throw err;
+    } finally {
+      // A consumer that stopped early (or one that read to the end) leaves nothing in flight.
+      if (!this.destroyed)
+        this.destroy(ended ? undefined : new DqsError('DQS_ABORTED', 'The result stream was stopped'));
+    }
   }
 
   override _read(): void {
