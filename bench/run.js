@@ -43,6 +43,7 @@ const base = [
   'lib-table-c2',
   'lib-table-jsonparse',
   'lib-rows',
+  'lib-toarray',
   'rows-naive',
   'lib-ipc-file',
   'lib-ipc-file-plain',

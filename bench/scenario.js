@@ -205,6 +205,14 @@ const scenarios = {
     await client.close();
     return rows;
   },
+  // `toArray()`: every row object of the result in one array, as the naive client's `res.json()` gives
+  // its rows (issue #33 compares the two).
+  async 'lib-toarray'() {
+    const client = new DatasetClient({ baseUrl: url, apiKey: key });
+    const rows = await (await client.query(dataset, {})).toArray(lib);
+    await client.close();
+    return rows.length;
+  },
   'lib-ipc-file': () => ipcFile({}),
   // The same with compression off: the server (bench/server.js) compresses for clients that ask, and
   // the library's default ('auto') measures which is faster on the link; this is the baseline.
