@@ -31,6 +31,7 @@ import {
 import { createAndWait, type WaitOptions, waitForQuery } from './query/wait.js';
 import { type CheckTickersMode, normalizeCheckTickers, tickerCheck } from './tickers/coverage.js';
 import { type CallOptions, EndpointClient } from './transport/endpoints.js';
+import { formatsHeader, truncatedHeader } from './transport/headers.js';
 import { bodyText, type HttpResponse } from './transport/http.js';
 import type { ClientOptions } from './transport/options.js';
 import { checkDatasetId, checkQueryId } from './transport/validate.js';
@@ -303,15 +304,10 @@ export class DatasetClient extends EndpointClient {
         response.info,
       );
     }
-    const truncated = headerOf(response, 'x-truncated');
-    if (truncated !== undefined) known.truncated = truncated.trim().toLowerCase() === 'true';
-    const formats = headerOf(response, 'x-formats');
-    if (known.formats.length === 0 && formats) {
-      known.formats = formats
-        .split(',')
-        .map((f) => f.trim())
-        .filter((f) => f.length > 0);
-    }
+    const truncated = truncatedHeader(response.headers);
+    if (truncated !== undefined) known.truncated = truncated;
+    const formats = formatsHeader(response.headers);
+    if (known.formats.length === 0 && formats.length > 0) known.formats = formats;
     const lastDateUpdated = page.lastDateUpdated;
     if (limit === 1 || page.rowCount === 0) return { fields: page.fields, page: undefined, lastDateUpdated };
     const served: PageRange = { start: 1, limit: Math.min(limit, page.rowCount) };
@@ -390,11 +386,6 @@ function normalizeQueryOptions(options: QueryOptions): { maxRows: number; firstP
     maxRows: optionalInteger(options.maxRows, 'maxRows', 0, ROW_CAP),
     firstPageRows: optionalInteger(options.firstPageRows, 'firstPageRows', 1, DEFAULT_PAGE_SIZE),
   };
-}
-
-function headerOf(response: HttpResponse, name: string): string | undefined {
-  const v = response.headers[name];
-  return Array.isArray(v) ? v.join(',') : v;
 }
 
 /** The kept body served as a response again: same headers and info, nothing more to release. */

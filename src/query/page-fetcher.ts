@@ -5,18 +5,18 @@
  */
 
 import { channel } from 'node:diagnostics_channel';
-import {
-  atPage,
-  DqsError,
-  KNOWN_QUERY_STATES,
-  ProtocolError,
-  QueryFailedError,
-  ResponseTooLargeError,
-} from '../core/errors.js';
+import { atPage, DqsError, KNOWN_QUERY_STATES, ProtocolError, QueryFailedError } from '../core/errors.js';
 import type { BodyPool, PageBody, PageDecoder, PagePart } from '../decode/index.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import { statusFromHeaders } from '../transport/endpoints.js';
-import { bodyLimit, discardBody, type HttpResponse, readBounded, translateError } from '../transport/http.js';
+import {
+  asResponseTooLarge,
+  bodyLimit,
+  discardBody,
+  type HttpResponse,
+  readBounded,
+  translateError,
+} from '../transport/http.js';
 import { type RetryEvent, withRetry } from '../transport/retry.js';
 import type { HedgePolicy } from './hedge.js';
 import type { PageRange } from './page-plan.js';
@@ -147,10 +147,7 @@ async function fetchPieceSent(ctx: PageFetchContext, sub: PageRange, signal: Abo
     const status = ctx.decoder.format.envelope ? undefined : dataGetStatus(ctx, response);
     const body = pageBody(response, ctx.maxResponseBytes, ctx.onBodyRead);
     const { part, envelope } = await ctx.decoder.decode(body, sub).catch((err: unknown) => {
-      // V8 cannot make a string that long: a body too large to read as text, not a plain Error.
-      throw isStringTooLong(err)
-        ? new ResponseTooLargeError(response.info, ctx.maxResponseBytes, undefined, { cause: err })
-        : err;
+      throw asResponseTooLarge(err, response.info, ctx.maxResponseBytes);
     });
     const rows = partLength(part);
     const wireBytes = response.wireBytes(body.bytes);
@@ -175,10 +172,6 @@ async function fetchPieceSent(ctx: PageFetchContext, sub: PageRange, signal: Abo
     discardBody(response);
     response.done();
   }
-}
-
-function isStringTooLong(err: unknown): boolean {
-  return (err as NodeJS.ErrnoException | null)?.code === 'ERR_STRING_TOO_LONG';
 }
 
 /**
