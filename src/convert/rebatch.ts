@@ -1,6 +1,6 @@
 /**
- * Re-slicing batches to a fixed row count, independent of the page size they were built from (PERF-NOTES:
- * many small batches slow IPC writing; re-batch to fewer, larger ones for export). Larger batches are
+ * Re-slicing batches to a fixed row count, independent of the page size they were built from (many small
+ * batches slow IPC writing; re-batch to fewer, larger ones for export). Larger batches are
  * sliced (zero-copy); pieces of several batches are concatenated by copying their buffers into one
  * contiguous batch. Supports the types `RecordBatchBuilder` produces (Float64, DateDay, Timestamp,
  * Bool, Utf8, Dictionary<Utf8, Int32>).

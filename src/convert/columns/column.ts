@@ -1,7 +1,7 @@
 /**
  * What every column kind shares: the accumulator interface the batch builder drives, and the bookkeeping
  * (length, null count, validity bits, mark/rollback) of the per-kind classes in this folder. Apache-arrow's
- * `makeBuilder` was measured 4-9x slower on this workload (PERF-NOTES), so we own the buffers:
+ * `makeBuilder` measured 4-9x slower on this workload, so we own the buffers:
  *
  * - Each kind appends a whole column of a page in one tight, monomorphic loop (`appendColumn`), rather
  *   than the builder dispatching per value over the kinds. Keep those loops in the kinds' own files.
