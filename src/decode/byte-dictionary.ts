@@ -18,7 +18,9 @@ export class ByteDictionary {
 
   /** The id of `b[s, e)`, added when new. */
   id(b: Uint8Array, s: number, e: number): number {
-    let h = FNV_OFFSET;
+    // `| 0`: the offset basis is above 2^31, and `hashes` stores int32s; an empty key (no `imul` to make it
+    // one) never matched its stored hash, and each empty string got an id of its own.
+    let h = FNV_OFFSET | 0;
     for (let k = s; k < e; k++) h = Math.imul(h ^ b[k]!, FNV_PRIME);
     const mask = this.slots.length - 1;
     const len = e - s;

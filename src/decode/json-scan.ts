@@ -28,8 +28,6 @@ export const scanned = new Float64Array(1);
  * `Buffer#write`); the decoder clears it per page through `setLoneSurrogate`.
  */
 export let loneSurrogate = false;
-/** Input bytes taken by the last `unicodeEscape` (6, or 12 for a surrogate pair) or `escapeInto`. */
-export let consumed = 6;
 /** The last value read by `readGeneric`. */
 export let generic: string | number | boolean | null = null;
 
@@ -243,16 +241,15 @@ export function unescapeInto(b: Uint8Array, s: number, e: number, out: Uint8Arra
 
 /**
  * Decodes the `\uXXXX` escape at `b[i]` (and a low surrogate escape after a high one) into `out` at `o`
- * as `Buffer#write` encodes it (a lone surrogate as U+FFFD); returns the new end, `consumed` the bytes read.
+ * as `Buffer#write` encodes it (a lone surrogate as U+FFFD); returns the new end. It took 12 input bytes
+ * when it wrote 4 (only a surrogate pair does), else 6.
  */
 function unicodeEscape(b: Uint8Array, i: number, out: Uint8Array, o: number): number {
   let u = hex4(b, i + 2);
   if (u < 0) throw BAIL;
-  consumed = 6;
   if (u >= 0xd800 && u <= 0xdbff && b[i + 6] === BACKSLASH && b[i + 7] === 0x75) {
     const lo = hex4(b, i + 8);
     if (lo >= 0xdc00 && lo <= 0xdfff) {
-      consumed = 12;
       u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
       out[o++] = 0xf0 | (u >> 18);
       out[o++] = 0x80 | ((u >> 12) & 0x3f);
@@ -372,11 +369,10 @@ export function readGeneric(b: Buffer, i: number): number {
 
 /**
  * Decodes the escape at `b[i]` (a backslash, its sequence checked here) into `out` at `o`, which has
- * room for 4 bytes; returns the new end, `consumed` the input bytes taken.
+ * room for 4 bytes; returns the new end. The input bytes taken are `escapeLength` of the bytes written.
  */
 export function escapeInto(b: Buffer, i: number, out: Uint8Array, o: number): number {
   const x = b[i + 1];
-  consumed = 2;
   if (x === 0x6e) out[o++] = 0x0a;
   else if (x === QUOTE || x === BACKSLASH || x === 0x2f) out[o++] = x;
   else if (x === 0x74) out[o++] = 0x09;
@@ -386,6 +382,15 @@ export function escapeInto(b: Buffer, i: number, out: Uint8Array, o: number): nu
   else if (x === 0x75) return unicodeEscape(b, i, out, o);
   else throw BAIL;
   return o;
+}
+
+/**
+ * The input bytes of the escape at `b[i]` that `escapeInto` decoded into `written` bytes: 2, or for a
+ * `\u` escape 12 when it wrote 4 (only a surrogate pair does), else 6. Computed by the caller rather than
+ * left in a module variable: read across modules in the string loop, that cost 4 % (bench, job_listings).
+ */
+export function escapeLength(b: Uint8Array, i: number, written: number): number {
+  return b[i + 1] !== 0x75 ? 2 : written === 4 ? 12 : 6;
 }
 
 /** An envelope member that must be an integer (as `parseTablePage` requires). */

@@ -28,8 +28,8 @@ import {
   BAIL,
   Bail,
   COMMA,
-  consumed,
   escapeInto,
+  escapeLength,
   loneSurrogate,
   QUOTE,
   setLoneSurrogate,
@@ -337,8 +337,9 @@ function decodeRows(b: Buffer, i: number, page: PageBuffers): number {
                 outView = views[j]!;
                 stop = Math.min(n, i + (out.length - o));
               }
+              const from = o;
               o = escapeInto(b, i, out, o);
-              i += consumed;
+              i += escapeLength(b, i, o - from);
             } else if (c < 0x20) throw BAIL;
             else {
               out[o++] = c;
