@@ -184,57 +184,9 @@ export function unescapeInto(b: Uint8Array, s: number, e: number, out: Uint8Arra
       i++;
       continue;
     }
-    const x = b[i + 1]!;
-    i += 2;
-    switch (x) {
-      case 0x6e:
-        out[o++] = 0x0a;
-        break;
-      case 0x74:
-        out[o++] = 0x09;
-        break;
-      case 0x72:
-        out[o++] = 0x0d;
-        break;
-      case 0x62:
-        out[o++] = 0x08;
-        break;
-      case 0x66:
-        out[o++] = 0x0c;
-        break;
-      case 0x75: {
-        let u = hex4(b, i);
-        i += 4;
-        if (u >= 0xd800 && u <= 0xdbff && b[i] === BACKSLASH && b[i + 1] === 0x75) {
-          const lo = hex4(b, i + 2);
-          if (lo >= 0xdc00 && lo <= 0xdfff) {
-            i += 6;
-            u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
-            out[o++] = 0xf0 | (u >> 18);
-            out[o++] = 0x80 | ((u >> 12) & 0x3f);
-            out[o++] = 0x80 | ((u >> 6) & 0x3f);
-            out[o++] = 0x80 | (u & 0x3f);
-            break;
-          }
-        }
-        if (u >= 0xd800 && u <= 0xdfff) {
-          loneSurrogate = true;
-          u = 0xfffd;
-        }
-        if (u < 0x80) out[o++] = u;
-        else if (u < 0x800) {
-          out[o++] = 0xc0 | (u >> 6);
-          out[o++] = 0x80 | (u & 0x3f);
-        } else {
-          out[o++] = 0xe0 | (u >> 12);
-          out[o++] = 0x80 | ((u >> 6) & 0x3f);
-          out[o++] = 0x80 | (u & 0x3f);
-        }
-        break;
-      }
-      default:
-        out[o++] = x; // \" \\ \/
-    }
+    const from = o;
+    o = escapeInto(b, i, out, o);
+    i += escapeLength(b, i, o - from);
   }
   return o;
 }
@@ -371,7 +323,7 @@ export function readGeneric(b: Buffer, i: number): number {
  * Decodes the escape at `b[i]` (a backslash, its sequence checked here) into `out` at `o`, which has
  * room for 4 bytes; returns the new end. The input bytes taken are `escapeLength` of the bytes written.
  */
-export function escapeInto(b: Buffer, i: number, out: Uint8Array, o: number): number {
+export function escapeInto(b: Uint8Array, i: number, out: Uint8Array, o: number): number {
   const x = b[i + 1];
   if (x === 0x6e) out[o++] = 0x0a;
   else if (x === QUOTE || x === BACKSLASH || x === 0x2f) out[o++] = x;

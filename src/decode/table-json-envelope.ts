@@ -40,6 +40,11 @@ export function pageMembers(b: Buffer, rows: (at: number) => number): PageMember
   let count: [number, number] | undefined;
   let start: [number, number] | undefined;
   let fields: [number, number] | undefined;
+  // A member's value, checked and delimited; a second one of the same name declines the page.
+  const span = (seen: [number, number] | undefined, s: number): [number, number] => {
+    if (seen) throw BAIL;
+    return [s, skipValue(b, s, 0)];
+  };
   const end = walkMembers(b, (ks, ke, s) => {
     switch (ke - ks >= 4 && ke - ks <= 6 ? b.toString('latin1', ks, ke) : '') {
       case 'rows':
@@ -47,21 +52,13 @@ export function pageMembers(b: Buffer, rows: (at: number) => number): PageMember
         sawRows = true;
         return rows(s);
       case 'total':
-        if (total) throw BAIL;
-        total = [s, skipValue(b, s, 0)];
-        return total[1];
+        return (total = span(total, s))[1];
       case 'count':
-        if (count) throw BAIL;
-        count = [s, skipValue(b, s, 0)];
-        return count[1];
+        return (count = span(count, s))[1];
       case 'start':
-        if (start) throw BAIL;
-        start = [s, skipValue(b, s, 0)];
-        return start[1];
+        return (start = span(start, s))[1];
       case 'fields':
-        if (fields) throw BAIL;
-        fields = [s, skipValue(b, s, 0)];
-        return fields[1];
+        return (fields = span(fields, s))[1];
       default:
         return skipValue(b, s, 0);
     }

@@ -30,7 +30,7 @@ import { trustedCas } from './trust.js';
 
 // The names other layers import from here (the transport's face): the exchange's types and the body
 // readers the page fetcher and the client use.
-export { asResponseTooLarge, bodyLimit, bodyText, countBody, discardBody, readBounded } from './body.js';
+export { asResponseTooLarge, bodyLimit, bodyText, discardBody, readBounded } from './body.js';
 export type { HttpRequest, HttpResponse } from './exchange.js';
 export { translateError } from './failures.js';
 
