@@ -36,33 +36,28 @@ export interface PageMembers {
  */
 export function pageMembers(b: Buffer, rows: (at: number) => number): PageMembers {
   let sawRows = false;
-  let total: [number, number] | undefined;
-  let count: [number, number] | undefined;
-  let start: [number, number] | undefined;
-  let fields: [number, number] | undefined;
-  // A member's value, checked and delimited; a second one of the same name declines the page.
-  const span = (seen: [number, number] | undefined, s: number): [number, number] => {
-    if (seen) throw BAIL;
-    return [s, skipValue(b, s, 0)];
-  };
+  const spans: Partial<Record<string, [number, number]>> = {};
   const end = walkMembers(b, (ks, ke, s) => {
-    switch (ke - ks >= 4 && ke - ks <= 6 ? b.toString('latin1', ks, ke) : '') {
+    const name = ke - ks >= 4 && ke - ks <= 6 ? b.toString('latin1', ks, ke) : '';
+    switch (name) {
       case 'rows':
         if (sawRows) throw BAIL;
         sawRows = true;
         return rows(s);
       case 'total':
-        return (total = span(total, s))[1];
       case 'count':
-        return (count = span(count, s))[1];
       case 'start':
-        return (start = span(start, s))[1];
-      case 'fields':
-        return (fields = span(fields, s))[1];
+      case 'fields': {
+        if (spans[name]) throw BAIL;
+        const span: [number, number] = [s, skipValue(b, s, 0)];
+        spans[name] = span;
+        return span[1];
+      }
       default:
         return skipValue(b, s, 0);
     }
   });
+  const { total, count, start, fields } = spans;
   if (skipWs(b, end) !== b.length) throw BAIL;
   if (!sawRows || !total || !count || !start || !fields) throw BAIL;
   return { total: integer(b, total), count: integer(b, count), start: integer(b, start), fields };

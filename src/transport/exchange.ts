@@ -4,7 +4,6 @@
  */
 import type { Readable } from 'node:stream';
 import type { RequestInfo } from '../core/errors.js';
-import type { ResponseHeaders } from './headers.js';
 
 export interface HttpRequest {
   readonly method: 'GET' | 'HEAD' | 'POST';
@@ -27,7 +26,7 @@ export interface HttpRequest {
 /** A response whose headers arrived with an acceptable status; the body is still to be read. */
 export interface HttpResponse {
   readonly status: number;
-  readonly headers: ResponseHeaders;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   /** The body as the server encoded it before any `Content-Encoding`: already inflated. */
   readonly body: Readable;
   /** The codings undone to get `body` (`[]` when the body came as is). */
