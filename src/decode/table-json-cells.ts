@@ -14,15 +14,12 @@ import { dateDaysAt, timeOfDayMsAt } from '../convert/dates.js';
 import { toBooleanBit, toDateDays, toNumber, toText, toTimestampMs } from '../convert/values.js';
 import type { ByteDictionary } from './byte-dictionary.js';
 import {
-  BACKSLASH,
   BAIL,
   generic,
   isNullAt,
   loneSurrogate,
-  QUOTE,
   readGeneric,
   scanNumber,
-  scanned,
   setLoneSurrogate,
   stringEnd,
   unescapeInto,
@@ -39,6 +36,10 @@ import {
   STRING_HEADROOM,
   UTF8,
 } from './page-columns.js';
+
+/** The bytes the hot loops compare with, as local constants: read as imports, they cost ~2 % of decoding. */
+const BACKSLASH = 0x5c;
+const QUOTE = 0x22;
 
 const MS_PER_DAY = 86_400_000;
 
@@ -146,8 +147,7 @@ export function numberCell(
   r: number,
 ): number {
   if (c === 0x2d || (c !== undefined && c >= 0x30 && c <= 0x39)) {
-    i = scanNumber(b, i);
-    values[r] = scanned[0]!;
+    i = scanNumber(b, i, values, r);
     valid[r] = 1;
   } else if (c === 0x6e && isNullAt(b, i)) {
     i += 4;

@@ -24,14 +24,11 @@ import type { ColumnPlan } from '../convert/plan.js';
 import type { PageRef } from '../core/errors.js';
 import { ByteDictionary, EMPTY_DICT } from './byte-dictionary.js';
 import {
-  BACKSLASH,
   BAIL,
   Bail,
-  COMMA,
   escapeInto,
   escapeLength,
   loneSurrogate,
-  QUOTE,
   setLoneSurrogate,
   skipWs,
 } from './json-scan.js';
@@ -61,6 +58,11 @@ import {
   utf8Other,
 } from './table-json-cells.js';
 import { pageMembers } from './table-json-envelope.js';
+
+/** The bytes the hot loops compare with, as local constants: read as imports, they cost ~2 % of decoding. */
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const QUOTE = 0x22;
 
 export { readTableEnvelope } from './table-json-envelope.js';
 
