@@ -32,6 +32,7 @@ import {
 import { createAndWait, type WaitOptions, waitForQuery } from './query/wait.js';
 import { type CheckTickersMode, normalizeCheckTickers, tickerCheck } from './tickers/coverage.js';
 import { EndpointClient, type PageBytes } from './transport/endpoints.js';
+import { formatsHeader, truncatedHeader } from './transport/headers.js';
 import { bodyText } from './transport/http.js';
 import type { ClientOptions } from './transport/options.js';
 
@@ -338,15 +339,10 @@ export class DatasetClient extends EndpointClient {
         read.info,
       );
     }
-    const truncated = headerOf(read, 'x-truncated');
-    if (truncated !== undefined) known.truncated = truncated.trim().toLowerCase() === 'true';
-    const formats = headerOf(read, 'x-formats');
-    if (known.formats.length === 0 && formats) {
-      known.formats = formats
-        .split(',')
-        .map((f) => f.trim())
-        .filter((f) => f.length > 0);
-    }
+    const truncated = truncatedHeader(read.headers);
+    if (truncated !== undefined) known.truncated = truncated;
+    const formats = formatsHeader(read.headers);
+    if (known.formats.length === 0 && formats.length > 0) known.formats = formats;
     const lastDateUpdated = page.lastDateUpdated;
     if (limit === 1 || page.rowCount === 0) return { fields: page.fields, page: undefined, lastDateUpdated };
     const kept: KeptPage = {
@@ -416,9 +412,4 @@ function normalizeQueryOptions(options: QueryOptions): QueryLimits {
     maxRows: optionalInteger(options.maxRows, 'maxRows', 0, ROW_CAP),
     firstPageRows: optionalInteger(options.firstPageRows, 'firstPageRows', 1, DEFAULT_PAGE_SIZE),
   };
-}
-
-function headerOf(response: PageBytes, name: string): string | undefined {
-  const v = response.headers[name];
-  return Array.isArray(v) ? v.join(',') : v;
 }

@@ -19,8 +19,9 @@ import type { DecodedColumns } from '../convert/column-data.js';
 import type { ColumnKind } from '../convert/column-kind.js';
 import { dateDaysAt } from '../convert/dates.js';
 import type { ColumnPlan } from '../convert/plan.js';
-import { toBooleanBit, toDateDays, toNumber, toText, toTimestampMs } from '../convert/values.js';
+import { toBooleanBit, toDateDays, toNumber, toTimestampMs } from '../convert/values.js';
 import type { PageRef } from '../core/errors.js';
+import { ByteDictionary, EMPTY_DICT } from './byte-dictionary.js';
 import { type CsvCore, coreOf, fieldValue, PARSER_OPTIONS } from './csv.js';
 import {
   BOOLEAN,
@@ -58,9 +59,8 @@ interface Column {
   valid: Uint8Array;
   /** UTF8: bytes used in `u8`. */
   pos: number;
-  /** DICT: the page's distinct values in first-seen order, and their ids. */
-  entries: string[];
-  ids: Map<string, number>;
+  /** DICT: the page's distinct values, keyed by their bytes (the table-JSON decoder's dictionary). */
+  dict: ByteDictionary;
 }
 
 /** The column kind of each kind code (NUMBER ... DICT, in that order), for `fieldValue`. */
@@ -119,8 +119,7 @@ export class FastCsvDecoder {
               : EMPTY_U8,
         valid: k === BOOLEAN || k === DICT ? EMPTY_U8 : new Uint8Array(cap),
         pos: 0,
-        entries: [],
-        ids: new Map(),
+        dict: k === DICT ? new ByteDictionary() : EMPTY_DICT,
       });
     }
     const state = core.state;
@@ -160,6 +159,11 @@ export class FastCsvDecoder {
           col.i32[r + 1] = o + len;
           return undefined;
         }
+        case DICT:
+          // A string's field is its value (`fieldValue` of a string column): its bytes key the dictionary
+          // as they are, no JS string per value. Empty and unquoted is null.
+          col.i32[r] = len === 0 && !quoted ? -1 : col.dict.id(buf, 0, len);
+          return undefined;
         case DATE: {
           let days: number;
           if (len === 0 && !quoted) {
@@ -198,7 +202,7 @@ export class FastCsvDecoder {
       if (kinds[j] === UTF8) this.#bytesPerRow[j] = r > 0 ? columns[j]!.pos / r : 32;
     return {
       length: r,
-      columns: columns.map((c) => decodedColumn(c.kind, c.f64, c.i32, c.u8, c.valid, () => c.entries)),
+      columns: columns.map((c) => decodedColumn(c.kind, c.f64, c.i32, c.u8, c.valid, () => c.dict.entries())),
     };
   }
 }
@@ -242,17 +246,9 @@ function setValue(col: Column, r: number, v: ReturnType<typeof fieldValue>): voi
       col.u8[r] = bit;
       break;
     }
-    default: {
-      const text = toText(v);
-      if (text === undefined) throw BAIL;
-      let id = col.ids.get(text);
-      if (id === undefined) {
-        id = col.entries.length;
-        col.entries.push(text);
-        col.ids.set(text, id);
-      }
-      col.i32[r] = id;
-    }
+    default:
+      // Only NUMBER, DATETIME and BOOLEAN columns come here (strings and dates are read inline).
+      throw BAIL;
   }
 }
 

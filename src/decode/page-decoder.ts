@@ -84,7 +84,10 @@ export class PageDecoder {
   }
 }
 
-/** The turn the latest decode waited for; the next one waits for a turn after it. */
+/**
+ * The turn the latest decode waited for; the next one waits for a turn after it. Module state on purpose:
+ * the event loop is the process's, so the turn is too, shared by every stream's decoder (see `decodeTurn`).
+ */
 let lane: Promise<void> = Promise.resolve();
 
 /**

@@ -4,7 +4,7 @@
  */
 import { chooseCoding, compress, isCompressible, MIN_COMPRESS_BYTES } from './compression.js';
 import type { Fault } from './faults.js';
-import type { NormalizedCompression } from './options.js';
+import type { ServedCompression } from './options.js';
 import type { PageCache } from './page-cache.js';
 import type { Reply } from './reply.js';
 
@@ -17,7 +17,7 @@ function headerOf(reply: Reply, name: string): string | undefined {
 export async function encodeReply(
   reply: Reply,
   acceptEncoding: string | undefined,
-  compression: NormalizedCompression,
+  compression: ServedCompression,
   pages: PageCache,
   fault: Fault | undefined,
 ): Promise<Reply> {

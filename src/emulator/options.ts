@@ -218,7 +218,7 @@ export interface CompressionOptions {
 }
 
 /** Compression with defaults applied; `codings` empty when off. */
-export interface NormalizedCompression {
+export interface ServedCompression {
   readonly level: number;
   readonly codings: readonly ContentCoding[];
 }
@@ -241,7 +241,7 @@ export interface NormalizedOptions {
   readonly pageCacheBytes: number;
   readonly requestLogLimit: number;
   readonly fault: FaultHook | undefined;
-  readonly compression: NormalizedCompression;
+  readonly compression: ServedCompression;
   readonly latencyMs: number;
   readonly pageTimeMs: number;
   readonly rowTimeMs: number;
@@ -344,7 +344,7 @@ function basePath(value: unknown): string {
   return trimmed;
 }
 
-function compression(value: unknown): NormalizedCompression {
+function compression(value: unknown): ServedCompression {
   if (value === undefined || value === true) return { level: 1, codings: AVAILABLE_CODINGS };
   if (value === false) return { level: 1, codings: [] };
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {

@@ -6,17 +6,17 @@
 
 import { channel } from 'node:diagnostics_channel';
 import { type PagePart, partLength } from '../convert/page-parts.js';
-import {
-  atPage,
-  DqsError,
-  KNOWN_QUERY_STATES,
-  ProtocolError,
-  QueryFailedError,
-  ResponseTooLargeError,
-} from '../core/errors.js';
+import { atPage, DqsError, KNOWN_QUERY_STATES, ProtocolError, QueryFailedError } from '../core/errors.js';
 import type { BodyPool, PageBody, PageDecoder } from '../decode/index.js';
+import { contentLength, countBody } from '../transport/body.js';
 import { type PageTransport, statusFromHeaders } from '../transport/endpoints.js';
-import { bodyLimit, discardBody, type HttpResponse, readBounded, translateError } from '../transport/http.js';
+import {
+  asResponseTooLarge,
+  discardBody,
+  type HttpResponse,
+  readBounded,
+  translateError,
+} from '../transport/http.js';
 import { withRetry } from '../transport/retry.js';
 import type { HedgePolicy } from './hedge.js';
 import type { PageRange } from './page-plan.js';
@@ -166,10 +166,7 @@ async function decodePiece(
   status?: { readonly total: number },
 ): Promise<Piece> {
   const { part, envelope } = await ctx.decoder.decode(body, sub).catch((err: unknown) => {
-    // V8 cannot make a string that long: a body too large to read as text, not a plain Error.
-    throw isStringTooLong(err)
-      ? new ResponseTooLargeError(info, ctx.maxResponseBytes, undefined, { cause: err })
-      : err;
+    throw asResponseTooLarge(err, info, ctx.maxResponseBytes);
   });
   const rows = partLength(part);
   const wireBytes = typeof wire.wireBytes === 'number' ? wire.wireBytes : wire.wireBytes();
@@ -210,10 +207,6 @@ function keptBody(
       yield kept.bytes;
     },
   };
-}
-
-function isStringTooLong(err: unknown): boolean {
-  return (err as NodeJS.ErrnoException | null)?.code === 'ERR_STRING_TOO_LONG';
 }
 
 /**
@@ -269,7 +262,7 @@ function pageBody(
       return got;
     },
     async *chunks() {
-      const count = bodyLimit(response, maxBytes);
+      const count = countBody(response, maxBytes);
       const body = response.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
       let size = 0;
       for (;;) {
@@ -281,10 +274,10 @@ function pageBody(
           throw translateError(err, response.info, response.signal);
         }
         if (next.done) {
-          read(size);
+          read(count.end());
           return;
         }
-        size = count(next.value.length);
+        size = count.add(next.value.length);
         bytes = size;
         yield next.value;
       }
@@ -309,24 +302,21 @@ async function readPooled(
   pool: BodyPool,
   maxBytes: number,
 ): Promise<{ body: Buffer; pooled: Buffer }> {
-  const count = bodyLimit(response, maxBytes);
-  const declared = Number(response.headers['content-length']);
-  const known = Number.isInteger(declared) && declared > 0;
-  const exact = known && response.codings.length === 0;
+  // The transport's count: the limits, and the Content-Length held (longer: ProtocolError; shorter: a cut).
+  const count = countBody(response, maxBytes);
+  const declared = count.declared;
+  const announced = contentLength(response.headers);
   const guess = Math.min(
     MAX_GUESS,
     maxBytes,
-    lastBodySize.get(pool) ?? (known ? declared * INFLATE_GUESS : 1024 * 1024),
+    lastBodySize.get(pool) ?? (announced ? announced * INFLATE_GUESS : 1024 * 1024),
   );
-  let pooled = pool.bodyBuffer(exact ? declared : Math.max(1, guess));
+  let pooled = pool.bodyBuffer(declared ? declared : Math.max(1, guess));
   let size = 0;
   try {
     for await (const chunk of response.body) {
       const bytes = chunk as Buffer;
-      // HTTP/1.1 bodies end at their Content-Length; be safe with anything that does not.
-      if (exact && size + bytes.length > declared)
-        throw new ProtocolError('the body is longer than its Content-Length', response.info);
-      count(bytes.length);
+      count.add(bytes.length);
       if (size + bytes.length > pooled.length) {
         const bigger = pool.bodyBuffer(Math.max(2 * pooled.length, size + bytes.length));
         pooled.copy(bigger, 0, 0, size);
@@ -336,11 +326,12 @@ async function readPooled(
       bytes.copy(pooled, size);
       size += bytes.length;
     }
+    count.end();
   } catch (err) {
     pool.releaseBody(pooled);
     throw translateError(err, response.info, response.signal);
   }
-  if (!exact) lastBodySize.set(pool, size);
+  if (!declared) lastBodySize.set(pool, size);
   return { body: pooled.subarray(0, size), pooled };
 }
 

@@ -1,37 +1,21 @@
 /**
  * Whether a result page is asked for compressed, decided by what the connection measures, never by the
- * host's name (the project's rule for link-dependent choices).
+ * host's name (the project's rule for link-dependent choices). Compression pays where bytes on the wire
+ * are what we wait for and costs where they are not (loopback), so in `'auto'` both ways are timed on
+ * real pages. The figures behind each rule below are in docs/performance.md ("Compression: the
+ * measurements behind the choice").
  *
- * Compression pays when bytes on the wire are what we wait for (a 100 Mbit/s link: a 10k-row page is
- * 4.2 MB plain, 0.6 MB gzipped) and costs when they are not (on loopback the server's gzip runs at a
- * fraction of the socket's speed). So in `'auto'` both are tried and timed on real pages: the time from
- * the response's headers to the page's last byte (transfer, and inflating, which overlaps it), per decoded
- * byte. Not from the request: the wait for the headers is the server's queue and execution time, which
- * moves with load and concurrency far more than with the coding (on a loaded machine, waits of 3-11 s
- * beside bodies of 0.8-3 s for the same 4 MB pages) and would drown the difference. A server that
- * compresses a page whole before answering hides that cost in the wait: near a tie, this errs towards
- * compressing.
- *
- * The first page is asked plain and the second compressed, both in flight at once; further pages ask for
- * compression until one has come back. Plain first because the result stream is ordered: on loopback a
- * compressed first page held the first batch back (230 ms against 21 ms for a 10k-row IPC export, the
- * server's gzip and our inflating in its way), while on a slow link one plain page among the first two
- * costs one page's extra bytes. Once both are measured the cheaper way is used, and the other is tried
- * again now and then (the link or the server's load can change), less often the more clearly it lost, so
- * a slow link pays for few uncompressed pages.
- *
- * How clearly a way lost is judged on each way's best page, not on the running averages: a body's time
- * also holds whatever else the event loop did meanwhile, and that only ever adds. On loopback a 4 MB plain
- * page measures ~1 ms/MB when the loop is free and 40-50 when it is decoding other pages; averaged, such
- * pages made plain look only 2-3x cheaper than gzip (60-100 ms/MB), so gzip was retried 16 pages later,
- * where its best page against plain's best says 20x and more.
- *
- * A body's time is divided by the number of page bodies read beside it (their mean over its life,
- * itself included): bodies read at once share the link and the CPU, so a way measured while few pages
- * were in flight would otherwise look cheaper than one measured at a wide window. On a 100 Mbit/s link
- * the plain first page, read beside 3 others, measured ~110 ms/MB, and gzipped pages read 16 at a time
- * drifted above that: pages went plain again three at a time, 40 of 47 compressed instead of 45-46, and
- * the result took 5.3-5.6 s instead of ~4.
+ * - A page's cost is the time from its response's headers to its last byte (transfer, with inflating
+ *   overlapped) per decoded MB, divided by the mean number of page bodies read beside it, itself included
+ *   (bodies read at once share the link and the CPU). The wait for the headers is the server's queue and
+ *   work and is not counted; a server that compresses a page whole before answering hides its cost
+ *   there, so near a tie this errs towards compressing.
+ * - The first page asks plain and the second compressed, both in flight at once: plain first, because
+ *   the result stream is ordered and a compressed first page holds the first batch back where bytes are
+ *   cheap. Until both ways are measured, see `next()`.
+ * - Then the way with the lower running average is used, and the other is tried again after a gap that
+ *   grows, faster the more clearly it lost. How clearly is judged on each way's best page, not on the
+ *   averages: whatever else the event loop did meanwhile only ever adds to a body's time.
  */
 
 /** Bodies smaller than this say more about round trips than about bytes: not counted. */
@@ -39,9 +23,9 @@ const MIN_SAMPLE_BYTES = 64 * 1024;
 /** Weight of a new sample in the running average. */
 const ALPHA = 0.3;
 /**
- * Pages between two tries of the losing choice, at first; doubled (or quadrupled) after each try. Four
- * times this when the first two measurements already differ by more than `CLEAR_LOSS`: a 100 Mbit/s link
- * measures plain pages 5-7x dearer, and a plain retry 16 pages in cost more than the retry could tell.
+ * Pages between two tries of the losing choice, at first; doubled (quadrupled when it lost by more than
+ * 2x) after each try, up to `MAX_RETRY_GAP`. Four times this when the first two measurements already
+ * differ by more than `CLEAR_LOSS` (a retry that soon would cost more than it could tell).
  */
 const FIRST_RETRY_GAP = 16;
 const CLEAR_LOSS = 4;
@@ -51,10 +35,8 @@ const PLAIN_PROBE_GAP = 32;
 /**
  * Requests between two compressed ones while only plain pages have been measured: a plain page came back
  * before the compressed one sent with it, so compressing lost that race, and a second compressed page
- * would lose it the same way and tell nothing new (on loopback the first takes 300-500 ms to come back
- * while the limit climbs, and 8 requests brought a second one, and a third hold of the ordered stream
- * when its retry came early). Only for a compressed page that failed (its retry may ask plain) is it
- * asked again, as seldom as a plain one is.
+ * would lose it the same way and tell nothing new. Only for a compressed page that failed (its retry may
+ * ask plain) is it asked again, as seldom as a plain one is.
  */
 const COMPRESSED_PROBE_GAP = PLAIN_PROBE_GAP;
 
@@ -123,7 +105,7 @@ export class CompressionChoice {
     // window with plain pages while the first compressed one is on its way), then one plain page, asked
     // again every 32 requests until one has come back.
     if (on.samples === 0) {
-      // A plain page came back first: a fast link (on a slow one the compressed page, a seventh of the
+      // A plain page came back first: a fast link (on a slow one the compressed page, a fraction of the
       // bytes, comes first). Compressing there is likely a loss, and a startup burst of compressed pages
       // costs the server's compression and our inflating for each: one compressed page at a time until
       // one is measured (asked again after 32 requests, should it have failed).

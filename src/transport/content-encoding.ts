@@ -156,3 +156,38 @@ export function decodeBody(
   });
   return { body, wireBytes: () => wire };
 }
+
+/** A response's body as the server encoded it, the codings undone, and its wire bytes (see `decodeBody`). */
+export interface InflatedBody extends DecodedBody {
+  readonly codings: string[];
+}
+
+/**
+ * The body of a response, inflated when it came with a `Content-Encoding` (asked for or not). A coding we
+ * cannot decode fails here, the body destroyed unread. Bodies that cannot exist (HEAD, 204, 304) are not
+ * decoded.
+ */
+export function inflateResponse(
+  res: {
+    readonly statusCode: number;
+    readonly headers: Record<string, string | string[] | undefined>;
+    readonly body: Readable;
+  },
+  method: string,
+  info: RequestInfo,
+  asked: string,
+  translate: (err: unknown) => Error,
+): InflatedBody {
+  const encoded = method !== 'HEAD' && res.statusCode !== 204 && res.statusCode !== 304;
+  const raw = res.headers['content-encoding'];
+  let codings: string[] = [];
+  try {
+    if (encoded) codings = parseContentEncoding(raw, info, asked);
+  } catch (err) {
+    res.body.on('error', () => {});
+    res.body.destroy();
+    throw err;
+  }
+  if (codings.length === 0) return { body: res.body, codings, wireBytes: (decoded) => decoded };
+  return { ...decodeBody(res.body, codings, String(raw), info, translate), codings };
+}

@@ -16,7 +16,10 @@ import {
   type TickerEntry,
 } from '../core/wire.js';
 import { parseTablePage } from '../decode/table-json.js';
-import { discardBody, type HttpResponse, HttpTransport } from './http.js';
+import { discardBody } from './body.js';
+import type { HttpResponse } from './exchange.js';
+import { firstHeader, formatsHeader, joinedHeader, truncatedHeader } from './headers.js';
+import { HttpTransport } from './http.js';
 import { type ClientOptions, normalizeClientOptions } from './options.js';
 import * as shape from './responses.js';
 import type { RetryEvent } from './retry.js';
@@ -50,18 +53,13 @@ export interface RawPageRequest extends PageRequest {
   readonly mediaType?: string;
 }
 
-function header(res: { headers: HttpResponse['headers'] }, name: string): string | undefined {
-  const v = res.headers[name];
-  return Array.isArray(v) ? v.join(',') : v;
-}
-
 /** Parses the query headers (HEAD, and every result GET) into a status. */
 export function statusFromHeaders(res: Pick<HttpResponse, 'status' | 'headers' | 'info'>): QueryStatus {
-  const rawState = header(res, 'x-state');
+  const rawState = joinedHeader(res.headers, 'x-state');
   // Some deployments answer 202 with no X-State while a query runs.
   const state = rawState?.trim() || (res.status === 202 ? 'running' : undefined);
   if (state === undefined) throw new ProtocolError('Missing X-State header', res.info);
-  const rawTotal = header(res, 'x-total');
+  const rawTotal = joinedHeader(res.headers, 'x-total');
   const total =
     rawTotal === undefined || rawTotal.trim() === ''
       ? state === 'complete'
@@ -71,12 +69,9 @@ export function statusFromHeaders(res: Pick<HttpResponse, 'status' | 'headers' |
   if (!Number.isInteger(total) || total < 0) {
     throw new ProtocolError(`X-Total is not a row count: ${JSON.stringify(rawTotal ?? null)}`, res.info);
   }
-  const truncated = header(res, 'x-truncated')?.trim().toLowerCase() === 'true';
-  const formats = (header(res, 'x-formats') ?? '')
-    .split(',')
-    .map((f) => f.trim())
-    .filter((f) => f.length > 0);
-  const retryAfterMs = parseRetryAfter(header(res, 'retry-after'));
+  const truncated = truncatedHeader(res.headers) ?? false;
+  const formats = formatsHeader(res.headers);
+  const retryAfterMs = parseRetryAfter(firstHeader(res.headers, 'retry-after'));
   return {
     state,
     total,

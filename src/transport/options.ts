@@ -123,7 +123,7 @@ function normalizeLogger(value: unknown): Logger | undefined {
 }
 
 /** Asking for compression: whether and how (the `Accept-Encoding` value). */
-export interface NormalizedCompression {
+export interface RequestCompression {
   readonly mode: 'auto' | 'always' | 'never';
   readonly acceptEncoding: string;
 }
@@ -145,10 +145,10 @@ export interface NormalizedClientOptions {
   readonly logger: Logger | undefined;
   readonly retry: NormalizedRetryOptions;
   readonly rateLimiter: RateLimiter | undefined;
-  readonly compression: NormalizedCompression;
+  readonly compression: RequestCompression;
 }
 
-function normalizeCompression(value: unknown): NormalizedCompression {
+function normalizeCompression(value: unknown): RequestCompression {
   const all = SUPPORTED_CODINGS.join(', ');
   if (value === undefined || value === 'auto') return { mode: 'auto', acceptEncoding: all };
   if (value === true) return { mode: 'always', acceptEncoding: all };

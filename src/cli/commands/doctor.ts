@@ -8,6 +8,7 @@ import { lookup } from 'node:dns/promises';
 import { connect as tcpConnect } from 'node:net';
 import { defaultCacheDir } from '../../cache/options.js';
 import { DqsError } from '../../core/errors.js';
+import { firstHeader } from '../../transport/headers.js';
 import { displayProxy, noProxyValue, parseProxyUrl, proxyFor } from '../../transport/proxy.js';
 import { flag, JSON_OPTION, positionals, str } from '../args.js';
 import type { Command, CommandContext } from '../command.js';
@@ -224,8 +225,8 @@ export const doctorCommand: Command = {
                   dispatcher,
                 });
                 await res.body.dump();
-                serverDate = header(res.headers.date);
-                apiVersion = header(res.headers['x-api-version']);
+                serverDate = firstHeader(res.headers, 'date');
+                apiVersion = firstHeader(res.headers, 'x-api-version');
               } catch {
                 // the request above answered: version and clock are extras
               } finally {
@@ -276,10 +277,6 @@ export const doctorCommand: Command = {
 
 function skipped(name: string): Check {
   return { name, status: 'skip', ms: 0, detail: 'skipped: an earlier check failed' };
-}
-
-function header(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }
 
 /** The CLI's own hint for a library error (the one its error line ends with). */
