@@ -29,6 +29,7 @@ import {
   type StreamOptions,
 } from './query/stream-options.js';
 import { createAndWait, type WaitOptions, waitForQuery } from './query/wait.js';
+import { attachQueryTelemetry, type QueryTelemetry } from './telemetry/telemetry.js';
 import { type CheckTickersMode, normalizeCheckTickers, tickerCheck } from './tickers/coverage.js';
 import { type CallOptions, EndpointClient } from './transport/endpoints.js';
 import { bodyText, type HttpResponse } from './transport/http.js';
@@ -64,6 +65,8 @@ export interface QueryOptions extends WaitOptions {
    * instead of the warning or the error; it may throw to refuse the query.
    */
   readonly onUnknownTickers?: ((unknown: readonly string[]) => void) | undefined;
+  /** @internal `client.stream()`'s query: its telemetry span ends with the stream, not here. */
+  readonly endsWithStream?: boolean | undefined;
 }
 
 export interface DatasetClientOptions extends ClientOptions {
@@ -128,6 +131,26 @@ export class DatasetClient extends EndpointClient {
    * for await (const batch of result.stream()) console.log(batch.numRows);
    */
   async query(datasetId: string, body: QueryBody = {}, options: QueryOptions = {}): Promise<QueryResultType> {
+    const telemetry = await this.telemetry?.query(datasetId, options.endsWithStream === true);
+    if (telemetry === undefined) return this.#query(datasetId, body, options, undefined);
+    try {
+      const result = await telemetry.run(() => this.#query(datasetId, body, options, telemetry));
+      attachQueryTelemetry(result, telemetry);
+      telemetry.described(result);
+      telemetry.end();
+      return result;
+    } catch (err) {
+      telemetry.end(err);
+      throw err;
+    }
+  }
+
+  async #query(
+    datasetId: string,
+    body: QueryBody,
+    options: QueryOptions,
+    telemetry: QueryTelemetry | undefined,
+  ): Promise<QueryResultType> {
     const tickers = tickerCheck(
       this,
       datasetId,
@@ -139,7 +162,7 @@ export class DatasetClient extends EndpointClient {
     const cache = options.cache === false ? undefined : this.#cache;
     if (cache === undefined) {
       tickers?.report(await tickers.run());
-      return this.#fetch(datasetId, body, options);
+      return this.#fetch(datasetId, body, options, undefined, telemetry);
     }
     return cache.query({
       client: this,
@@ -150,7 +173,7 @@ export class DatasetClient extends EndpointClient {
       refresh: options.cache === 'refresh' || cache.options.refresh,
       scheduler: this.scheduler,
       fetch: (handle, signal) =>
-        this.#fetch(datasetId, body, signal ? { ...options, signal } : options, handle),
+        this.#fetch(datasetId, body, signal ? { ...options, signal } : options, handle, telemetry),
     });
   }
 
@@ -160,17 +183,19 @@ export class DatasetClient extends EndpointClient {
     body: QueryBody,
     options: QueryOptions,
     existing?: QueryHandle,
+    telemetry?: QueryTelemetry,
   ): Promise<QueryResultType> {
     const { maxRows, firstPageRows } = normalizeQueryOptions(options);
+    const wait = (id: string) => () => waitForQuery(this, datasetId, id, options);
     const { handle, status } = existing
       ? {
           handle: existing,
           status:
             existing.state === 'complete'
               ? undefined
-              : await waitForQuery(this, datasetId, existing.id, options),
+              : await (telemetry ? telemetry.phase('wait', wait(existing.id)) : wait(existing.id)()),
         }
-      : await createAndWait(this, datasetId, body, options);
+      : await createAndWait(this, datasetId, body, options, telemetry);
     const known: Known = status
       ? { total: status.total, truncated: status.truncated, formats: [...status.formats] }
       : { total: handle.total, truncated: undefined, formats: [...handle.formats] };
@@ -180,6 +205,7 @@ export class DatasetClient extends EndpointClient {
       maxRows,
       firstPageRows,
       descriptorKey: descriptorKey(datasetId, body),
+      telemetry,
     });
   }
 
@@ -206,6 +232,7 @@ export class DatasetClient extends EndpointClient {
       readonly firstPageRows: number;
       /** The query's `descriptorKey` (unset for a query known only by its id). */
       readonly descriptorKey?: string;
+      readonly telemetry?: QueryTelemetry | undefined;
     },
   ): Promise<QueryResultType> {
     // Before any page: a total the server made up is refused, not read.
@@ -224,7 +251,8 @@ export class DatasetClient extends EndpointClient {
       fields = reused.fields;
       lastDateUpdated = reused.lastDateUpdated;
     } else if (known.formats.length === 0 || known.formats.includes(MediaType.table)) {
-      const first = await this.#firstPage(datasetId, queryId, known, options);
+      const read = () => this.#firstPage(datasetId, queryId, known, options);
+      const first = await (options.telemetry ? options.telemetry.phase('first_page', read) : read());
       fields = first.fields;
       firstPage = first.page;
       lastDateUpdated = first.lastDateUpdated;
@@ -354,6 +382,7 @@ export class DatasetClient extends EndpointClient {
           signal,
           maxRows: normalized.maxRows,
           firstPageRows: normalized.pageSize,
+          endsWithStream: true,
         }),
       normalized,
     );

@@ -28,12 +28,18 @@ import {
 } from '../core/errors.js';
 import type { FieldDescriptor } from '../core/wire.js';
 import { PageDecoder } from '../decode/index.js';
+import { queryTelemetryOf } from '../telemetry/telemetry.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import type { RetryEvent } from '../transport/retry.js';
 import { adaptiveConcurrency, type Congestion, FixedConcurrency, INITIAL_LIMIT } from './concurrency.js';
 import { HedgePolicy } from './hedge.js';
 import { OrderedWindow, type WindowTask } from './ordered-window.js';
-import { fetchPage, type PageData, type PageFetchContext, partLength } from './page-fetcher.js';
+import {
+  fetchPage as fetchPlainPage,
+  type PageData,
+  type PageFetchContext,
+  partLength,
+} from './page-fetcher.js';
 import { checkRowLimit, PagePlan, type PageRange } from './page-plan.js';
 import { type ConcurrencyChange, type Permit, RequestScheduler } from './scheduler.js';
 import { chooseFormat, DEFAULT_MAX_CONCURRENCY, type NormalizedStreamOptions } from './stream-options.js';
@@ -326,6 +332,9 @@ export class ResultStream extends Readable {
     const source = await this.#resolve(signal);
     this.#source = source;
     const opts = this.#options;
+    // OpenTelemetry (telemetry/): a span for this read and one per page, when the query has a span.
+    const read = queryTelemetryOf(source)?.read(this, { output: opts.output, startRow: opts.startRow });
+    const fetchPage = read ? read.pages(fetchPlainPage) : fetchPlainPage;
     // Before any page: a total the server made up must not be read (nor planned).
     checkRowLimit(source.total, opts.maxRows);
     const plan = planColumns([...source.fields], opts.types ? { ...opts.types } : undefined, opts.bigNumbers);

@@ -348,6 +348,8 @@ export class HttpTransport {
       'user-agent': USER_AGENT,
     };
     if (credential !== undefined) headers.authorization = `token ${credential}`;
+    // The active span's context (`traceparent`), when OpenTelemetry is installed and on.
+    this.#options.telemetry?.inject(headers);
     let payload: string | null = null;
     if (req.json !== undefined) {
       payload = JSON.stringify(req.json);

@@ -1,0 +1,65 @@
+/**
+ * What the engine tells telemetry, and nothing about OpenTelemetry: the query lifecycle and the page
+ * engine call these few hooks (a query starts and ends, a phase runs, a read starts, a page is fetched)
+ * and the implementation (otel-query.ts) turns them into spans and metrics. When telemetry is off or
+ * `@opentelemetry/api` is not installed there is no object to call: every hook is an optional call.
+ */
+import type { EventEmitter } from 'node:events';
+import type { PageData, PageFetchContext } from '../query/page-fetcher.js';
+import type { PageRange } from '../query/page-plan.js';
+
+/** A part of a query's lifecycle, traced as a child span of the query's. */
+export type QueryPhase = 'create' | 'wait' | 'first_page';
+
+/** Fetches one planned page (the page engine's `fetchPage`). */
+export type PageFetch = (ctx: PageFetchContext, range: PageRange, signal: AbortSignal) => Promise<PageData>;
+
+/** One query's lifecycle: create, wait, first page, and the reads of its result. */
+export interface QueryTelemetry {
+  /** Runs `fn` with the query's span as the active context (so its requests carry `traceparent`). */
+  run<T>(fn: () => Promise<T>): Promise<T>;
+  /** Runs one phase of the lifecycle as a child span, active while it runs. */
+  phase<T>(name: QueryPhase, fn: () => Promise<T>): Promise<T>;
+  /** What the service said of the query, once known. */
+  described(query: { readonly id: string; readonly total: number; readonly truncated: boolean }): void;
+  /**
+   * The lifecycle is over (`error` when it failed). A query read by `client.stream()` ends with its
+   * stream's read instead: `end()` without an error is then ignored.
+   */
+  end(error?: unknown): void;
+  /** A read of the result starts (one `ResultStream`); it ends itself when the stream closes. */
+  read(stream: ReadableStreamLike, what: ReadDescription): ReadTelemetry;
+}
+
+/** The events of a `ResultStream` a read listens to (no dependency on the stream's class). */
+export type ReadableStreamLike = EventEmitter & {
+  readonly destroyed: boolean;
+  readonly errored: Error | null;
+  readonly readableEnded: boolean;
+  readonly concurrency: number;
+};
+
+export interface ReadDescription {
+  readonly output: 'arrow' | 'rows';
+  readonly startRow: number;
+}
+
+/** One read of a result: wraps the page fetch so that each planned page is a child span. */
+export interface ReadTelemetry {
+  /** `fetch` traced: a span per planned page, the page's requests sent with it active. */
+  pages(fetch: PageFetch): PageFetch;
+}
+
+/**
+ * The query telemetry of a result, kept beside it rather than on it: `ResultSource` is public, and
+ * this is no part of its contract.
+ */
+const ofResult = new WeakMap<object, QueryTelemetry>();
+
+export function attachQueryTelemetry(result: object, telemetry: QueryTelemetry): void {
+  ofResult.set(result, telemetry);
+}
+
+export function queryTelemetryOf(result: object): QueryTelemetry | undefined {
+  return ofResult.get(result);
+}
