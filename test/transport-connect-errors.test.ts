@@ -3,9 +3,8 @@
  * error with its own code and a message that names the host, the port, whether a proxy was used, and
  * what to do. Real sockets on 127.0.0.1; the DNS row uses the reserved `.invalid` domain (RFC 2606).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import { type AddressInfo, connect, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   AuthenticationError,
@@ -16,16 +15,12 @@ import {
   NotServiceError,
 } from '../src/index.js';
 import { expectRejects, setup } from './helpers.js';
+import { blackHole } from './net-helpers.js';
 
 const servers: Server[] = [];
 const clients: DatasetClient[] = [];
-const holes: { child: ChildProcess; fillers: Socket[] }[] = [];
 afterEach(async () => {
   for (const c of clients.splice(0)) await c.close();
-  for (const { child, fillers } of holes.splice(0)) {
-    for (const s of fillers) s.destroy();
-    child.kill();
-  }
   for (const s of servers.splice(0)) {
     s.closeAllConnections();
     await new Promise((r) => s.close(r));
@@ -55,34 +50,6 @@ async function closedPort(): Promise<number> {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
   await new Promise((r) => server.close(r));
-  return port;
-}
-
-/**
- * A port that takes no connection and refuses none, as a host behind a firewall that drops packets: a
- * listener in a child process that never accepts (its event loop is blocked), whose accept queue two
- * connections fill. The kernel then drops every further SYN, so a connect waits until it times out.
- */
-async function blackHole(): Promise<number> {
-  const child = spawn(
-    process.execPath,
-    [
-      '-e',
-      `const s = require('node:net').createServer();
-       s.listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () =>
-         process.stdout.write(s.address().port + '\\n', () =>
-           Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0)));`,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const hole = { child, fillers: [] as Socket[] };
-  holes.push(hole);
-  const port = await new Promise<number>((resolve) =>
-    child.stdout!.once('data', (d: Buffer) => resolve(Number(String(d).trim()))),
-  );
-  // backlog 1: the kernel queues two connections, then drops SYNs.
-  hole.fillers = [connect(port, '127.0.0.1'), connect(port, '127.0.0.1')];
-  await Promise.all(hole.fillers.map((s) => new Promise((r) => s.once('connect', r))));
   return port;
 }
 
