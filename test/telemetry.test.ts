@@ -21,6 +21,7 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DatasetClient } from '../src/index.js';
 import { FAST_RETRY, isPageGet, setup } from './helpers.js';
 
 /** A reader that exports nothing: the test collects when it wants to look. */
@@ -187,6 +188,9 @@ describe('telemetry', () => {
     // query() then toTable(): the read is a child of the query span, which ended when query() returned.
     expect(parentOf(one('dqs.read'))).toBe(query.spanContext().spanId);
     expect(one('dqs.read').attributes['dqs.rows']).toBe(100);
+    // Its rows are the read's: the query span does not claim a count it never saw.
+    expect(query.attributes['dqs.rows']).toBeUndefined();
+    expect(query.attributes['dqs.retries']).toBe(0);
   });
 
   it('retries and 429s: counted on the page span and its read, and in the metrics', async () => {
@@ -276,6 +280,12 @@ describe('telemetry', () => {
     expect(exported).not.toContain('SECRET');
     expect(logged.join('\n')).toContain('overloaded for key');
     expect(logged.join('\n')).not.toContain('SECRET');
+  });
+
+  it('option.telemetry: anything but a boolean is refused', () => {
+    expect(() => new DatasetClient({ baseUrl: 'http://127.0.0.1:1', telemetry: 'yes' as never })).toThrow(
+      /Invalid `telemetry`: Expected `telemetry` to be true or false, got "yes"/,
+    );
   });
 
   it('telemetry: false makes no span and sends no traceparent, even inside an active span', async () => {

@@ -205,7 +205,13 @@ class OtelQuery implements QueryTelemetry {
   #finish(error: unknown): void {
     if (this.#ended) return;
     this.#ended = true;
-    this.#span.setAttributes(this.#tally.attributes());
+    // A `client.query()` span has no rows of its own (its reads come later, as children): only what
+    // its own requests met.
+    this.#span.setAttributes(
+      this.#endsWithRead
+        ? this.#tally.attributes()
+        : { [Attr.retries]: this.#tally.retries, [Attr.rateLimited]: this.#tally.rateLimited },
+    );
     const attributes = { ...this.#base };
     if (error !== undefined) {
       this.#t.fail(this.#span, error);
