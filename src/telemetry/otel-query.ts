@@ -98,18 +98,20 @@ export class OtelTracing {
     const { otel } = this;
     const active = otel.context.active();
     const status = event.error instanceof HttpError ? event.error.status : undefined;
+    const attributes: Attributes = { [Attr.errorType]: event.error.code };
+    if (status !== undefined) attributes[Attr.httpStatus] = status;
+    // Only under one of our spans (a tally in the context): an application's own span, active around a
+    // `listDatasets()`, gets no events from us.
     const tally = active.getValue(this.tallyKey) as Tally | undefined;
     if (tally) {
       tally.retries++;
       if (status === 429) tally.rateLimited++;
+      otel.trace.getSpan(active)?.addEvent(Event.retry, {
+        ...attributes,
+        [Attr.retryAttempt]: event.attempt,
+        [Attr.retryDelay]: Math.round(event.delayMs),
+      });
     }
-    const attributes: Attributes = { [Attr.errorType]: event.error.code };
-    if (status !== undefined) attributes[Attr.httpStatus] = status;
-    otel.trace.getSpan(active)?.addEvent(Event.retry, {
-      ...attributes,
-      [Attr.retryAttempt]: event.attempt,
-      [Attr.retryDelay]: Math.round(event.delayMs),
-    });
     const metrics = instruments(otel);
     metrics.retries.add(1, attributes);
     if (status === 429) metrics.rateLimited.add(1, attributes);
