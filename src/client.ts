@@ -29,7 +29,7 @@ import {
   type StreamOptions,
 } from './query/stream-options.js';
 import { createAndWait, type WaitOptions, waitForQuery } from './query/wait.js';
-import { attachQueryTelemetry, type QueryTelemetry } from './telemetry/telemetry.js';
+import { inPhase, type QueryTelemetry, traced } from './telemetry/telemetry.js';
 import { type CheckTickersMode, normalizeCheckTickers, tickerCheck } from './tickers/coverage.js';
 import { type CallOptions, EndpointClient } from './transport/endpoints.js';
 import { bodyText, type HttpResponse } from './transport/http.js';
@@ -131,18 +131,9 @@ export class DatasetClient extends EndpointClient {
    * for await (const batch of result.stream()) console.log(batch.numRows);
    */
   async query(datasetId: string, body: QueryBody = {}, options: QueryOptions = {}): Promise<QueryResultType> {
-    const telemetry = await this.telemetry?.query(datasetId, options.endsWithStream === true);
-    if (telemetry === undefined) return this.#query(datasetId, body, options, undefined);
-    try {
-      const result = await telemetry.run(() => this.#query(datasetId, body, options, telemetry));
-      attachQueryTelemetry(result, telemetry);
-      telemetry.described(result);
-      telemetry.end();
-      return result;
-    } catch (err) {
-      telemetry.end(err);
-      throw err;
-    }
+    return traced(this.telemetry?.query(datasetId, options.endsWithStream === true), (telemetry) =>
+      this.#query(datasetId, body, options, telemetry),
+    );
   }
 
   async #query(
@@ -186,14 +177,13 @@ export class DatasetClient extends EndpointClient {
     telemetry?: QueryTelemetry,
   ): Promise<QueryResultType> {
     const { maxRows, firstPageRows } = normalizeQueryOptions(options);
-    const wait = (id: string) => () => waitForQuery(this, datasetId, id, options);
     const { handle, status } = existing
       ? {
           handle: existing,
           status:
             existing.state === 'complete'
               ? undefined
-              : await (telemetry ? telemetry.phase('wait', wait(existing.id)) : wait(existing.id)()),
+              : await inPhase(telemetry, 'wait', () => waitForQuery(this, datasetId, existing.id, options)),
         }
       : await createAndWait(this, datasetId, body, options, telemetry);
     const known: Known = status
@@ -251,8 +241,9 @@ export class DatasetClient extends EndpointClient {
       fields = reused.fields;
       lastDateUpdated = reused.lastDateUpdated;
     } else if (known.formats.length === 0 || known.formats.includes(MediaType.table)) {
-      const read = () => this.#firstPage(datasetId, queryId, known, options);
-      const first = await (options.telemetry ? options.telemetry.phase('first_page', read) : read());
+      const first = await inPhase(options.telemetry, 'first_page', () =>
+        this.#firstPage(datasetId, queryId, known, options),
+      );
       fields = first.fields;
       firstPage = first.page;
       lastDateUpdated = first.lastDateUpdated;

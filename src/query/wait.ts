@@ -7,7 +7,7 @@
 import { linkSignals, sleep } from '../core/abortable.js';
 import { KNOWN_QUERY_STATES, QueryFailedError, TimeoutError } from '../core/errors.js';
 import type { QueryBody, QueryHandle, QueryStatus } from '../core/wire.js';
-import type { QueryTelemetry } from '../telemetry/telemetry.js';
+import { inPhase, type QueryTelemetry } from '../telemetry/telemetry.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 
 export interface WaitOptions {
@@ -45,8 +45,7 @@ export async function createAndWait(
     () => new TimeoutError(`Waiting for the query on ${datasetId}`, timeoutMs, { overall: true }),
   );
   try {
-    const create = () => client.createQuery(datasetId, body, { signal });
-    const handle = await (telemetry ? telemetry.phase('create', create) : create());
+    const handle = await inPhase(telemetry, 'create', () => client.createQuery(datasetId, body, { signal }));
     if (!KNOWN_QUERY_STATES.has(handle.state)) {
       throw new QueryFailedError({
         state: handle.state,
@@ -56,8 +55,9 @@ export async function createAndWait(
       });
     }
     if (handle.state === 'complete') return { handle, status: undefined };
-    const wait = () => waitForQuery(client, datasetId, handle.id, { ...options, signal });
-    const status = await (telemetry ? telemetry.phase('wait', wait) : wait());
+    const status = await inPhase(telemetry, 'wait', () =>
+      waitForQuery(client, datasetId, handle.id, { ...options, signal }),
+    );
     return { handle, status };
   } finally {
     dispose();

@@ -14,6 +14,7 @@ import type { Otel } from './load.js';
 import { Attr, Event, SCOPE, Span } from './names.js';
 import type {
   PageFetch,
+  QueryDescription,
   QueryPhase,
   QueryTelemetry,
   ReadableStreamLike,
@@ -183,7 +184,7 @@ class OtelQuery implements QueryTelemetry {
     }
   }
 
-  described(query: { readonly id: string; readonly total: number; readonly truncated: boolean }): void {
+  described(query: QueryDescription): void {
     this.#span.setAttributes({
       [Attr.queryId]: query.id,
       [Attr.total]: query.total,

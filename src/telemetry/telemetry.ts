@@ -14,6 +14,12 @@ export type QueryPhase = 'create' | 'wait' | 'first_page';
 /** Fetches one planned page (the page engine's `fetchPage`). */
 export type PageFetch = (ctx: PageFetchContext, range: PageRange, signal: AbortSignal) => Promise<PageData>;
 
+export interface QueryDescription {
+  readonly id: string;
+  readonly total: number;
+  readonly truncated: boolean;
+}
+
 /** One query's lifecycle: create, wait, first page, and the reads of its result. */
 export interface QueryTelemetry {
   /** Runs `fn` with the query's span as the active context (so its requests carry `traceparent`). */
@@ -21,7 +27,7 @@ export interface QueryTelemetry {
   /** Runs one phase of the lifecycle as a child span, active while it runs. */
   phase<T>(name: QueryPhase, fn: () => Promise<T>): Promise<T>;
   /** What the service said of the query, once known. */
-  described(query: { readonly id: string; readonly total: number; readonly truncated: boolean }): void;
+  described(query: QueryDescription): void;
   /**
    * The lifecycle is over (`error` when it failed). A query read by `client.stream()` ends with its
    * stream's read instead: `end()` without an error is then ignored.
@@ -62,4 +68,35 @@ export function attachQueryTelemetry(result: object, telemetry: QueryTelemetry):
 
 export function queryTelemetryOf(result: object): QueryTelemetry | undefined {
   return ofResult.get(result);
+}
+
+/** Runs `fn` as a phase of the query's span, or simply runs it without telemetry. */
+export function inPhase<T>(
+  telemetry: QueryTelemetry | undefined,
+  name: QueryPhase,
+  fn: () => Promise<T>,
+): Promise<T> {
+  return telemetry ? telemetry.phase(name, fn) : fn();
+}
+
+/**
+ * Runs a query's lifecycle `fn` under its telemetry (when there is any: `start` resolves to undefined
+ * without the package or with `telemetry: false`), and keeps the telemetry beside the result for its reads.
+ */
+export async function traced<R extends QueryDescription>(
+  start: Promise<QueryTelemetry | undefined> | undefined,
+  fn: (telemetry: QueryTelemetry | undefined) => Promise<R>,
+): Promise<R> {
+  const telemetry = await start;
+  if (telemetry === undefined) return fn(undefined);
+  try {
+    const result = await telemetry.run(() => fn(telemetry));
+    attachQueryTelemetry(result, telemetry);
+    telemetry.described(result);
+    telemetry.end();
+    return result;
+  } catch (err) {
+    telemetry.end(err);
+    throw err;
+  }
 }
