@@ -101,6 +101,35 @@ function watch(stream) {
 }
 
 /** The whole result through the library's `toTable()`, with `options` over the scenario's stream options. */
+/** An OpenTelemetry SDK registered globally, spans kept in memory (devDependencies); its exporter. */
+async function otelSdk() {
+  const { context, metrics, propagation, trace } = await import('@opentelemetry/api');
+  const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
+  const { W3CTraceContextPropagator } = await import('@opentelemetry/core');
+  const { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } = await import(
+    '@opentelemetry/sdk-trace-base'
+  );
+  const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics');
+  class Reader extends MetricReader {
+    async onForceFlush() {}
+    async onShutdown() {}
+  }
+  const exporter = new InMemorySpanExporter();
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(
+    new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }),
+  );
+  metrics.setGlobalMeterProvider(new MeterProvider({ readers: [new Reader()] }));
+  return exporter;
+}
+
+async function otelContext() {
+  const { context } = await import('@opentelemetry/api');
+  const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+}
+
 async function libTable(options = {}, clientOptions = {}) {
   const client = new DatasetClient({ baseUrl: url, apiKey: key, ...clientOptions });
   const result = await client.query(dataset, {});
@@ -146,6 +175,23 @@ const scenarios = {
     return rows;
   },
   // The defaults before adaptive concurrency (a fixed 2, a window of 4 pages): the loopback baseline.
+  // Telemetry's cost (docs/telemetry.md): `lib-table` itself runs with @opentelemetry/api installed (a
+  // devDependency) and no SDK, so its spans are the API's no-ops. `-otel-off`: `telemetry: false`.
+  // `-otel-sdk`: an SDK registered as an application would (in-memory exporter, a metric reader, context
+  // manager, W3C). Without the package: `--base` a copy of this dist/ and bench/ beside a node_modules
+  // that lacks it (docs/telemetry.md).
+  async 'lib-table-otel-off'() {
+    return (await libTable({}, { telemetry: false })).numRows;
+  },
+  // Only what every SDK setup registers besides the providers: the context manager (AsyncLocalStorage).
+  async 'lib-table-otel-context'() {
+    return (await libTable()).numRows;
+  },
+  async 'lib-table-otel-sdk'() {
+    const rows = (await libTable()).numRows;
+    extra.spans = prepared.getFinishedSpans().length;
+    return rows;
+  },
   async 'lib-table-c2'() {
     return (await libTable({ concurrency: 2 })).numRows;
   },
@@ -242,6 +288,14 @@ async function ipcFile(clientOptions) {
 const baseRssMB = process.memoryUsage().rss / 2 ** 20;
 const run = scenarios[name];
 if (!run) throw new Error(`unknown scenario ${name}`);
+// What an application sets up once at its start, before the timed work: the OpenTelemetry SDK
+// (loading its modules alone takes ~0.2 s).
+const prepared =
+  name === 'lib-table-otel-sdk'
+    ? await otelSdk()
+    : name === 'lib-table-otel-context'
+      ? await otelContext()
+      : undefined;
 const cpu0 = process.cpuUsage();
 t0 = performance.now();
 const rows = await run();

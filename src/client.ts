@@ -30,6 +30,7 @@ import {
   type StreamOptions,
 } from './query/stream-options.js';
 import { createAndWait, type WaitOptions, waitForQuery } from './query/wait.js';
+import { inPhase, type QueryTelemetry, traced } from './telemetry/telemetry.js';
 import { type CheckTickersMode, normalizeCheckTickers, tickerCheck } from './tickers/coverage.js';
 import { EndpointClient, type PageBytes } from './transport/endpoints.js';
 import { formatsHeader, truncatedHeader } from './transport/headers.js';
@@ -142,7 +143,25 @@ export class DatasetClient extends EndpointClient {
    * for await (const batch of result.stream()) console.log(batch.numRows);
    */
   async query(datasetId: string, body: QueryBody = {}, options: QueryOptions = {}): Promise<QueryResult> {
-    return new QueryResult(await this.#query(datasetId, body, options, normalizeQueryOptions(options)));
+    return new QueryResult(
+      await this.#traced(datasetId, body, options, normalizeQueryOptions(options), false),
+    );
+  }
+
+  /**
+   * The query's lifecycle under its telemetry (a span when OpenTelemetry is there: telemetry/), kept beside
+   * the source for its reads; `endsWithStream`: `client.stream()`'s query, whose span ends with the stream.
+   */
+  #traced(
+    datasetId: string,
+    body: QueryBody,
+    options: QueryOptions,
+    limits: QueryLimits,
+    endsWithStream: boolean,
+  ): Promise<ResultSource> {
+    return traced(this.telemetry?.query(datasetId, endsWithStream), (telemetry) =>
+      this.#query(datasetId, body, options, limits, telemetry),
+    );
   }
 
   /** The query's lifecycle, through the cache when there is one, with its limits already checked. */
@@ -151,6 +170,7 @@ export class DatasetClient extends EndpointClient {
     body: QueryBody,
     options: QueryOptions,
     limits: QueryLimits,
+    telemetry: QueryTelemetry | undefined,
   ): Promise<ResultSource> {
     const tickers = tickerCheck(
       this,
@@ -164,7 +184,7 @@ export class DatasetClient extends EndpointClient {
     const split = optionalBoolean(options.split, 'split', false);
     const fetch = async (handle?: QueryHandle, signal?: AbortSignal): Promise<ResultSource> => {
       const opts = signal ? { ...options, signal } : options;
-      const whole = await this.#fetch(datasetId, body, opts, limits, handle);
+      const whole = await this.#fetch(datasetId, body, opts, limits, handle, telemetry);
       if (!split) return whole;
       return splitIfTruncated(whole, {
         client: this,
@@ -172,7 +192,7 @@ export class DatasetClient extends EndpointClient {
         body,
         wait: opts,
         open: (part, partHandle, s) =>
-          this.#fetch(datasetId, part, { ...opts, signal: s }, limits, partHandle),
+          this.#fetch(datasetId, part, { ...opts, signal: s }, limits, partHandle, telemetry),
       });
     };
     let result: ResultSource;
@@ -204,6 +224,7 @@ export class DatasetClient extends EndpointClient {
     options: QueryOptions,
     limits: QueryLimits,
     existing?: QueryHandle,
+    telemetry?: QueryTelemetry,
   ): Promise<ResultSource> {
     const { handle, status } = existing
       ? {
@@ -211,14 +232,22 @@ export class DatasetClient extends EndpointClient {
           status:
             existing.state === 'complete'
               ? undefined
-              : await waitForQuery(this, datasetId, existing.id, options),
+              : await inPhase(telemetry, 'wait', () => waitForQuery(this, datasetId, existing.id, options)),
         }
-      : await createAndWait(this, datasetId, body, options);
+      : await createAndWait(this, datasetId, body, options, telemetry);
     const known: Known = status
       ? { total: status.total, truncated: status.truncated, formats: [...status.formats] }
       : { total: handle.total, truncated: undefined, formats: [...handle.formats] };
     if (known.formats.length === 0) known.formats = [...handle.formats];
-    return this.#result(datasetId, handle.id, known, options.signal, limits, descriptorKey(datasetId, body));
+    return this.#result(
+      datasetId,
+      handle.id,
+      known,
+      options.signal,
+      limits,
+      descriptorKey(datasetId, body),
+      telemetry,
+    );
   }
 
   /**
@@ -243,6 +272,7 @@ export class DatasetClient extends EndpointClient {
     signal: AbortSignal | undefined,
     limits: QueryLimits,
     key?: string,
+    telemetry?: QueryTelemetry,
   ): Promise<ResultSource> {
     // Before any page: a total the server made up is refused, not read.
     checkRowLimit(known.total, limits.maxRows);
@@ -259,7 +289,9 @@ export class DatasetClient extends EndpointClient {
       fields = reused.fields;
       lastDateUpdated = reused.lastDateUpdated;
     } else if (known.formats.length === 0 || known.formats.includes(MediaType.table)) {
-      const first = await this.#firstPage(datasetId, queryId, known, signal, limits.firstPageRows);
+      const first = await inPhase(telemetry, 'first_page', () =>
+        this.#firstPage(datasetId, queryId, known, signal, limits.firstPageRows),
+      );
       fields = first.fields;
       firstPage = first.page;
       lastDateUpdated = first.lastDateUpdated;
@@ -370,7 +402,7 @@ export class DatasetClient extends EndpointClient {
     // The stream's options are checked once, here; the query's limits follow from them.
     const limits: QueryLimits = { maxRows: normalized.maxRows, firstPageRows: normalized.pageSize };
     return new ResultStream(
-      (signal): Promise<ResultSource> => this.#query(datasetId, body, { ...options, signal }, limits),
+      (signal): Promise<ResultSource> => this.#traced(datasetId, body, { ...options, signal }, limits, true),
       normalized,
     );
   }

@@ -10,6 +10,7 @@ import { createProxy } from 'proxy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator } from '../src/emulator/index.js';
 import { ensureBuilt, finishCli, ROOT, type Run, startCli, startServe } from './cli-helpers.js';
+import { blackHole } from './net-helpers.js';
 import { makePki } from './tls-helpers.js';
 
 const pki = makePki();
@@ -109,5 +110,28 @@ describe.concurrent('dqs behind a company network', () => {
     } finally {
       await served.stop();
     }
+  });
+});
+
+describe('dqs and a host that drops connections', () => {
+  // Not concurrent: the black hole is closed after each test. Slow by nature (the CLI tries 5 times, each
+  // waiting --timeout 1 for the connect, with backoff between): ~11 s alone.
+  it('a host that takes no connection: one line, exit 5, DQS_CONNECT naming host, port and no proxy', {
+    timeout: 90_000,
+  }, async () => {
+    const port = await blackHole();
+    const run = await finishCli(
+      startCli(['datasets', '--base-url', `http://127.0.0.1:${port}`, '--timeout', '1'], {
+        cwd: ROOT,
+        env: { DQS_API_KEY: 'cli-corp-key-1' },
+      }),
+    );
+    expect(run.code).toBe(5);
+    const lines = run.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(
+      `127.0.0.1:${port} did not answer within 1000 ms (UND_ERR_CONNECT_TIMEOUT), connecting directly, no proxy`,
+    );
+    expect(lines[0]).toContain('dqs doctor');
   });
 });

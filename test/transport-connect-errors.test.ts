@@ -15,6 +15,7 @@ import {
   NotServiceError,
 } from '../src/index.js';
 import { expectRejects, setup } from './helpers.js';
+import { blackHole } from './net-helpers.js';
 
 const servers: Server[] = [];
 const clients: DatasetClient[] = [];
@@ -87,6 +88,46 @@ describe('connection faults', () => {
     c.on('retry', () => retries++);
     await expectRejects<DqsError>(c.listDatasets(), (e) => expect(e.code).toBe('DQS_CONNECT'));
     expect(retries).toBe(2);
+  });
+
+  it('connection timed out: DQS_CONNECT naming host, port, "directly, no proxy" and the time it waited', async () => {
+    // Before: undici's own 10 s connect timeout, and a request timeout shorter than that was reported,
+    // 10 s late, as a DQS_TIMEOUT ("timed out after 500 ms") that did not say connecting was the trouble.
+    const port = await blackHole();
+    const c = new DatasetClient({
+      baseUrl: `http://127.0.0.1:${port}/`,
+      apiKey: 'k-test-1234',
+      retry: false,
+      proxy: false,
+      timeoutMs: 500,
+    });
+    clients.push(c);
+    const err = await expectRejects<ConnectionError>(c.listDatasets(), () => {});
+    expect(err).toBeInstanceOf(ConnectionError);
+    expect(err.code).toBe('DQS_CONNECT');
+    expect(err.message).toContain(
+      `127.0.0.1:${port} did not answer within 500 ms (UND_ERR_CONNECT_TIMEOUT), connecting directly, no proxy`,
+    );
+    expect(err.message).toContain('does a firewall need a proxy (HTTPS_PROXY)');
+    expect(err.transient).toBe(true);
+  });
+
+  it('a proxy that does not answer: DQS_PROXY naming the proxy, not the service', async () => {
+    const proxyPort = await blackHole();
+    const servicePort = await closedPort();
+    const c = new DatasetClient({
+      baseUrl: `http://127.0.0.1:${servicePort}/`,
+      apiKey: 'k-test-1234',
+      retry: false,
+      proxy: `http://127.0.0.1:${proxyPort}`,
+      timeoutMs: 500,
+    });
+    clients.push(c);
+    const err = await expectRejects<ConnectionError>(c.listDatasets(), () => {});
+    expect(err.code).toBe('DQS_PROXY');
+    expect(err.message).toContain(
+      `the proxy http://127.0.0.1:${proxyPort} (from proxy) did not answer within 500 ms (UND_ERR_CONNECT_TIMEOUT)`,
+    );
   });
 
   it('a base URL that answers with a web page (404): DQS_NOT_SERVICE, saying to check the base URL', async () => {

@@ -56,6 +56,7 @@ export class PageEngine {
   readonly #events: EngineEvents;
   readonly #signal: AbortSignal;
   readonly #hedge: HedgePolicy;
+  readonly #fetch: typeof fetchPage;
   #window: OrderedWindow<PageData> | undefined;
   #scheduler: RequestScheduler | undefined;
 
@@ -65,7 +66,10 @@ export class PageEngine {
     events: EngineEvents,
     signal: AbortSignal,
     hedge: HedgePolicy = new HedgePolicy(),
+    /** How a page is fetched: `fetchPage`, or it wrapped (telemetry's span per page). */
+    fetch: typeof fetchPage = fetchPage,
   ) {
+    this.#fetch = fetch;
     this.#source = source;
     this.#options = options;
     this.#events = events;
@@ -162,6 +166,7 @@ export class PageEngine {
     // Pages of this stream waiting out a pause before a retry (a Retry-After, most often): each holds
     // its slot in the window while the consumer waits for it.
     const pauses: Pauses = { count: 0 };
+    const fetch = this.#fetch;
     const retry = (event: RetryEvent) => this.#events.retry(event);
     const read = (run: Promise<PageData>) =>
       run.then((page) => {
@@ -174,7 +179,7 @@ export class PageEngine {
       firstTask = {
         local: true,
         run: (s) =>
-          read(fetchPage(ctx, first.range, s, new PageSlot(undefined, undefined, pauses, retry), first)),
+          read(fetch(ctx, first.range, s, new PageSlot(undefined, undefined, pauses, retry), first)),
       };
     }
     const window = new OrderedWindow<PageData>(
@@ -187,7 +192,7 @@ export class PageEngine {
         const range = pages.next();
         if (range === undefined) return undefined;
         return {
-          run: (s, permit) => read(fetchPage(ctx, range, s, new PageSlot(scheduler, permit, pauses, retry))),
+          run: (s, permit) => read(fetch(ctx, range, s, new PageSlot(scheduler, permit, pauses, retry))),
         };
       },
       {

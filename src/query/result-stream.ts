@@ -12,10 +12,12 @@ import type { RecordBatch, Schema } from 'apache-arrow';
 import type { Chunk } from '../convert/index.js';
 import { abortReason } from '../core/abortable.js';
 import { DqsError, type ResumePoint } from '../core/errors.js';
+import { queryTelemetryOf } from '../telemetry/telemetry.js';
 import type { RetryEvent } from '../transport/retry.js';
 import { INITIAL_LIMIT } from './concurrency.js';
 import { HedgePolicy } from './hedge.js';
 import { PageEngine, type PageMark } from './page-engine.js';
+import { fetchPage } from './page-fetcher.js';
 import type { ResultInfo, ResultSource } from './result-source.js';
 import type { ConcurrencyChange } from './scheduler.js';
 import type { SplitInfo } from './split-info.js';
@@ -163,7 +165,7 @@ export class ResultStream extends Readable {
 
   /**
    * @internal The engine's chunks a group at a time (a page's batch, a slice of row objects), without the
-   * Readable's step per chunk: `toArray()` and `toTable()` take whole groups. The stream must not be read
+   * Readable's step per chunk: `toArray()` takes whole groups. The stream must not be read
    * otherwise as well. Ends (or fails) the stream with the groups.
    */
   async *groups(): AsyncGenerator<readonly Chunk[], void, undefined> {
@@ -191,6 +193,9 @@ export class ResultStream extends Readable {
       // A consumer that stopped early (or one that read to the end) leaves nothing in flight.
       if (!this.destroyed)
         this.destroy(ended ? undefined : new DqsError('DQS_ABORTED', 'The result stream was stopped'));
+      // Closed before the caller goes on, as a read stream is by then: 'close' listeners (telemetry's
+      // read span) have run.
+      if (!this.closed) await new Promise((resolve) => this.once('close', resolve));
     }
   }
 
@@ -257,6 +262,9 @@ export class ResultStream extends Readable {
     const signal = this.#abort.signal;
     const source = await this.#resolve(signal);
     this.#source = source;
+    const opts = this.#options;
+    // OpenTelemetry (telemetry/): a span for this read and one per page, when the query has a span.
+    const read = queryTelemetryOf(source)?.read(this, { output: opts.output, startRow: opts.startRow });
     const engine = new PageEngine(
       source,
       this.#options,
@@ -273,6 +281,7 @@ export class ResultStream extends Readable {
       },
       signal,
       this.#hedge,
+      read ? read.pages(fetchPage) : fetchPage,
     );
     this.#engine = engine;
     yield* engine.chunks();

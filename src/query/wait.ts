@@ -7,6 +7,7 @@
 import { linkSignals, sleep } from '../core/abortable.js';
 import { KNOWN_QUERY_STATES, QueryFailedError, TimeoutError } from '../core/errors.js';
 import type { QueryBody, QueryHandle, QueryStatus } from '../core/wire.js';
+import { inPhase, type QueryTelemetry } from '../telemetry/telemetry.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 
 export interface WaitOptions {
@@ -35,6 +36,7 @@ export async function createAndWait(
   datasetId: string,
   body: QueryBody,
   options: WaitOptions = {},
+  telemetry?: QueryTelemetry,
 ): Promise<CompletedQuery> {
   const timeoutMs = options.timeoutMs ?? 600_000;
   const { signal, dispose } = linkSignals(
@@ -43,7 +45,7 @@ export async function createAndWait(
     () => new TimeoutError(`Waiting for the query on ${datasetId}`, timeoutMs, { overall: true }),
   );
   try {
-    const handle = await client.createQuery(datasetId, body, { signal });
+    const handle = await inPhase(telemetry, 'create', () => client.createQuery(datasetId, body, { signal }));
     if (!KNOWN_QUERY_STATES.has(handle.state)) {
       throw new QueryFailedError({
         state: handle.state,
@@ -53,7 +55,9 @@ export async function createAndWait(
       });
     }
     if (handle.state === 'complete') return { handle, status: undefined };
-    const status = await waitForQuery(client, datasetId, handle.id, { ...options, signal });
+    const status = await inPhase(telemetry, 'wait', () =>
+      waitForQuery(client, datasetId, handle.id, { ...options, signal }),
+    );
     return { handle, status };
   } finally {
     dispose();

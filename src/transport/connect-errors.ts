@@ -31,6 +31,9 @@ const UNTRUSTED = new Set([
 const DNS = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'EAI_FAIL', 'EAI_NODATA']);
 const NO_ANSWER = new Set(['ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ENETUNREACH', 'EHOSTUNREACH']);
 
+/** `Connect Timeout Error (attempted address: 127.0.0.1:8443, timeout: 500ms)`: the port and the time. */
+const CONNECT_TIMEOUT = /attempted address(?:es)?: .*?:(\d+)\b.*timeout: (\d+)ms/;
+
 const CA_HOW =
   'pass the CA that issued it: `ca` (library), --ca-file PATH (CLI) or NODE_EXTRA_CA_CERTS=PATH (any Node tool)';
 
@@ -118,10 +121,14 @@ export function connectionError(
     }
     if (code === 'ECONNREFUSED' || NO_ANSWER.has(code)) {
       const refused = code === 'ECONNREFUSED';
+      // undici's connect timeout names the address and the time only in its message.
+      const timedOut = CONNECT_TIMEOUT.exec(String(e.message));
+      const port = e.port ?? (timedOut ? Number(timedOut[1]) : undefined);
       const toProxy =
-        proxy !== undefined &&
-        (e.port === undefined ? refused : e.port === proxyPort && e.port !== targetPort);
-      const what = refused ? 'refused the connection' : `did not answer (${code})`;
+        proxy !== undefined && (port === undefined ? refused : port === proxyPort && port !== targetPort);
+      const what = refused
+        ? 'refused the connection'
+        : `did not answer${timedOut ? ` within ${timedOut[2]} ms` : ''} (${code})`;
       if (toProxy) {
         const where = displayProxy(proxy.url);
         return make(

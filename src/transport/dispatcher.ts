@@ -16,18 +16,28 @@ export interface DispatcherSettings {
   readonly ca: readonly string[] | undefined;
 }
 
+/** undici's own connect timeout, kept as the longest: a host silent for 10 s is not coming. */
+const MAX_CONNECT_MS = 10_000;
+
 export function createDispatcher(settings: DispatcherSettings, env = process.env): Dispatcher {
-  const tls = settings.ca ? { ca: trustedCas(settings.ca, env) } : undefined;
+  // A request timeout shorter than 10 s bounds connecting too: the connect then fails in time as what it
+  // is (a host that does not answer, DQS_CONNECT), not as a DQS_TIMEOUT 10 s late (undici holds off an
+  // abort until a connect attempt ends).
+  const connect = {
+    ...(settings.ca ? { ca: trustedCas(settings.ca, env) } : {}),
+    timeout: Math.min(MAX_CONNECT_MS, settings.timeoutMs),
+  };
   const agent = {
     // Unset: undici opens a connection per request in flight, and the streams' concurrency bounds those.
     connections: settings.connections ?? null,
     keepAliveTimeout: 10_000,
     headersTimeout: settings.timeoutMs,
     bodyTimeout: settings.timeoutMs,
-    ...(tls ? { connect: tls } : {}),
+    connect,
   };
-  // Through a proxy: `requestTls` is the service's TLS inside the tunnel, `proxyTls` an https proxy's.
-  const proxied = { ...agent, ...(tls ? { requestTls: tls, proxyTls: tls } : {}) };
+  // Through a proxy: `requestTls` is the service's TLS inside the tunnel, `proxyTls` an https proxy's
+  // (and the connection to the proxy: its timeout is there).
+  const proxied = { ...agent, requestTls: connect, proxyTls: connect };
   if (settings.proxy instanceof URL) return new ProxyAgent({ ...proxied, uri: settings.proxy.href });
   if (settings.proxy === undefined && hasProxyEnv(env)) {
     return new EnvHttpProxyAgent({ ...proxied, ...envProxies(env) });

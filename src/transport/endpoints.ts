@@ -16,6 +16,7 @@ import {
   type TickerEntry,
 } from '../core/wire.js';
 import { parseTablePage } from '../decode/table-json.js';
+import type { ClientTelemetry } from '../telemetry/client-telemetry.js';
 import { discardBody } from './body.js';
 import type { HttpResponse } from './exchange.js';
 import { firstHeader, formatsHeader, joinedHeader, truncatedHeader } from './headers.js';
@@ -120,10 +121,18 @@ export class EndpointClient extends EventEmitter {
   /** @internal */
   readonly http: HttpTransport;
   #pages: PageTransport | undefined;
+  /** @internal Spans and metrics (telemetry/): undefined with `telemetry: false`. */
+  readonly telemetry: ClientTelemetry | undefined;
 
   constructor(options: ClientOptions = {}) {
     super();
-    this.http = new HttpTransport(normalizeClientOptions(options), (event) => this.emit('retry', event));
+    const normalized = normalizeClientOptions(options);
+    const telemetry = normalized.telemetry;
+    this.telemetry = telemetry;
+    this.http = new HttpTransport(normalized, (event) => {
+      this.emit('retry', event);
+      telemetry?.retry(event);
+    });
   }
 
   /** The normalized base URL (always ending in '/'). */

@@ -207,6 +207,8 @@ export class HttpTransport {
       'user-agent': USER_AGENT,
     };
     if (credential !== undefined) headers.authorization = `token ${credential}`;
+    // The active span's context (`traceparent`), when OpenTelemetry is installed and on.
+    this.#options.telemetry?.inject(headers);
     let payload: string | null = null;
     if (req.json !== undefined) {
       payload = JSON.stringify(req.json);
@@ -272,7 +274,9 @@ export class HttpTransport {
    * handshake, verification still on) so the message can say whether a TLS-inspecting proxy made it.
    */
   async #connectFailure(err: unknown, info: RequestInfo, signal: AbortSignal): Promise<DqsError> {
-    if (err instanceof DqsError || signal.aborted) return translateError(err, info, signal);
+    // Our own timeout firing while undici was still connecting: the connect's failure says more.
+    const ours = signal.aborted && signal.reason instanceof TimeoutError;
+    if (err instanceof DqsError || (signal.aborted && !ours)) return translateError(err, info, signal);
     let peer: PeerCertificateInfo | undefined;
     if (this.#ownsDispatcher && isUntrustedCertificate(err)) {
       const ca = this.#options.ca ? trustedCas(this.#options.ca) : undefined;

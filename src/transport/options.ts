@@ -4,6 +4,7 @@ import { InvalidArgumentError } from '../core/errors.js';
 import { registerSecret } from '../core/redact.js';
 import { checkInteger, invalid, invalidSecret, optionalInteger } from '../core/validate.js';
 import { API_VERSION } from '../core/wire.js';
+import { ClientTelemetry } from '../telemetry/client-telemetry.js';
 import { type ContentCoding, isSupportedCoding, SUPPORTED_CODINGS } from './content-encoding.js';
 import { parseProxyUrl } from './proxy.js';
 import { RateLimiter, type RateLimitOptions } from './rate-limiter.js';
@@ -95,6 +96,15 @@ export interface ClientOptions {
    * @default 'auto'
    */
   readonly compression?: boolean | 'auto' | readonly ContentCoding[];
+  /**
+   * OpenTelemetry, when the application has `@opentelemetry/api` installed (an optional peer, loaded once
+   * on first use): a `dqs.query` span per query with its create, wait and read phases, a `dqs.page` span
+   * per page, metrics (rows, bytes, retries, 429s, the concurrency limit) and `traceparent` on requests
+   * (docs/telemetry.md). `false` turns it off even when the package is there. Without the package,
+   * nothing is done either way.
+   * @default true
+   */
+  readonly telemetry?: boolean;
 }
 
 /** A logger of the pino / `console` shape; the methods the library calls, each optional. */
@@ -122,6 +132,11 @@ function normalizeLogger(value: unknown): Logger | undefined {
   return logger;
 }
 
+function normalizeTelemetry(value: unknown, baseUrl: URL): ClientTelemetry | undefined {
+  if (value !== undefined && typeof value !== 'boolean') throw invalid('telemetry', 'true or false', value);
+  return value === false ? undefined : new ClientTelemetry(baseUrl);
+}
+
 /** Asking for compression: whether and how (the `Accept-Encoding` value). */
 export interface RequestCompression {
   readonly mode: 'auto' | 'always' | 'never';
@@ -146,6 +161,8 @@ export interface NormalizedClientOptions {
   readonly retry: NormalizedRetryOptions;
   readonly rateLimiter: RateLimiter | undefined;
   readonly compression: RequestCompression;
+  /** Undefined with `telemetry: false`. */
+  readonly telemetry: ClientTelemetry | undefined;
 }
 
 function normalizeCompression(value: unknown): RequestCompression {
@@ -272,5 +289,6 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     retry: normalizeRetryOptions(options.retry),
     rateLimiter: options.rateLimit ? new RateLimiter(options.rateLimit) : undefined,
     compression: normalizeCompression(options.compression),
+    telemetry: normalizeTelemetry(options.telemetry, baseUrl),
   };
 }
