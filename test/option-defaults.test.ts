@@ -120,6 +120,8 @@ const ACTUAL: Record<string, () => unknown> = {
   'transport/retry.ts#maxDelayMs': () => retry.maxDelayMs,
   'transport/retry.ts#deadlineMs': () => retry.deadlineMs,
   'transport/options.ts#compression': () => client.compression.mode,
+  // On unless `telemetry: false`: the client then has its telemetry (which does nothing without the package).
+  'transport/options.ts#telemetry': () => client.telemetry !== undefined,
   'emulator/options.ts#compression': () => emulator.compression.codings.length > 0,
   'emulator/options.ts#level': () => emulator.compression.level,
 };
@@ -208,6 +210,7 @@ function codeDefault(d: Documented): unknown {
     // optionalInteger(options.x, 'x', min, default) and the fault plan's count('x', options.x, default, min)
     new RegExp(`optionalInteger\\(options\\.${name}, '${name}', [^,]+, ([^,)]+)\\)`).exec(text) ??
     new RegExp(`count\\('${name}', options\\.${name}, ([^,)]+),`).exec(text) ??
+    new RegExp(`optionalBoolean\\(options\\.${name}, '${name}', ([^,)]+)\\)`).exec(text) ??
     new RegExp(`\\{[^}]*\\b${d.name}\\s*=\\s*([^,}]+)[^}]*\\}\\s*=\\s*options`).exec(text);
   if (!m) return NOT_A_VALUE;
   return literal(m[1]!.trim());
