@@ -83,6 +83,20 @@ export function statusFromHeaders(res: Pick<HttpResponse, 'status' | 'headers' |
   };
 }
 
+/** The result GET of a page (`?start&limit`, table JSON unless the caller says otherwise), checked. */
+function pageGet(datasetId: string, queryId: string, options: PageRequest) {
+  const start = checkInteger(options.start, 'start', 1);
+  const limit = checkInteger(options.limit, 'limit', 1);
+  return {
+    method: 'GET' as const,
+    segments: ['datasets', checkDatasetId(datasetId), 'query', checkQueryId(queryId)],
+    query: { start, limit },
+    accept: MediaType.table as string,
+    signal: options.signal,
+    timeoutMs: options.timeoutMs,
+  };
+}
+
 /**
  * What the page engine (src/query) needs of the transport: the page GET, and what the transport has
  * learned of the link. The engine reaches the network only through this.
@@ -221,17 +235,9 @@ export class EndpointClient extends EventEmitter {
 
   /** `GET /datasets/<id>/query/<qid>?start&limit` in table JSON: one page, shape-checked. */
   async readPage(datasetId: string, queryId: string, options: PageRequest): Promise<ResultPage> {
-    const start = checkInteger(options.start, 'start', 1);
-    const limit = checkInteger(options.limit, 'limit', 1);
-    const { text } = await this.http.text({
-      method: 'GET',
-      segments: ['datasets', checkDatasetId(datasetId), 'query', checkQueryId(queryId)],
-      query: { start, limit },
-      accept: MediaType.table,
-      signal: options.signal,
-      timeoutMs: options.timeoutMs,
-    });
-    return parseTablePage(text, { start, limit });
+    const request = pageGet(datasetId, queryId, options);
+    const { text } = await this.http.text(request);
+    return parseTablePage(text, request.query);
   }
 
   /**
@@ -243,15 +249,9 @@ export class EndpointClient extends EventEmitter {
     queryId: string,
     options: RawPageRequest & { readonly retry?: boolean },
   ): Promise<HttpResponse> {
-    const start = checkInteger(options.start, 'start', 1);
-    const limit = checkInteger(options.limit, 'limit', 1);
     return this.http.send({
-      method: 'GET',
-      segments: ['datasets', checkDatasetId(datasetId), 'query', checkQueryId(queryId)],
-      query: { start, limit },
+      ...pageGet(datasetId, queryId, options),
       accept: options.mediaType ?? MediaType.table,
-      signal: options.signal,
-      timeoutMs: options.timeoutMs,
       bulk: true,
       ...(options.retry === false ? { retry: false } : {}),
     });
@@ -262,16 +262,7 @@ export class EndpointClient extends EventEmitter {
    * `maxResponseBytes`) and kept as bytes: the query's first page, decoded by the page engine.
    */
   async readPageBytes(datasetId: string, queryId: string, options: PageRequest): Promise<PageBytes> {
-    const start = checkInteger(options.start, 'start', 1);
-    const limit = checkInteger(options.limit, 'limit', 1);
-    const { response, bytes } = await this.http.bytes({
-      method: 'GET',
-      segments: ['datasets', checkDatasetId(datasetId), 'query', checkQueryId(queryId)],
-      query: { start, limit },
-      accept: MediaType.table,
-      signal: options.signal,
-      timeoutMs: options.timeoutMs,
-    });
+    const { response, bytes } = await this.http.bytes(pageGet(datasetId, queryId, options));
     return {
       bytes,
       headers: response.headers,
