@@ -5,7 +5,9 @@
 // process (bench/wan-client.js). Time is printed as a fraction of the physical limit: the result's bytes
 // over the total bandwidth, plus one round trip (1.0 would be a client that costs nothing).
 //
-// Usage: node bench/wan.js [--quick] [--rounds N] [--only wan$,fan-out] [--cold]
+// Usage: node bench/wan.js [--quick] [--rounds N] [--only wan$,fan-out] [--cold] [--base ../other-checkout]
+// (`--base`: each library contender also runs from another checkout's built dist, as `base: <name>`, in
+// the same rounds: before and after in one run)
 // (`--only`: scenarios whose name starts with one of the words; a word ending in $ is a whole name)
 //
 // Scenarios are a table: add one by adding a row (a name, emulator options, the job, the contenders).
@@ -21,6 +23,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     wan: { type: 'boolean', default: true },
     cold: { type: 'boolean', default: false },
+    base: { type: 'string' },
   },
 });
 const quick = values.quick;
@@ -215,7 +218,9 @@ async function once(scenario, contender, job, emulatorOptions) {
   const { stdout, stderr } = await run(
     process.execPath,
     [
-      new URL('./wan-client.js', import.meta.url).pathname,
+      contender.base
+        ? new URL('bench/wan-client.js', `file://${values.base.replace(/\/?$/, '/')}`).pathname
+        : new URL('./wan-client.js', import.meta.url).pathname,
       contender.client,
       url,
       JSON.stringify({ ...job, options: contender.options, clientOptions: contender.clientOptions }),
@@ -244,6 +249,14 @@ async function once(scenario, contender, job, emulatorOptions) {
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+// With --base, every library contender gets its twin from the other checkout, run right before it.
+if (values.base) {
+  for (const scenario of SCENARIOS) {
+    scenario.contenders = scenario.contenders.flatMap((c) =>
+      c.client.startsWith('lib') ? [{ ...c, name: `base: ${c.name}`, base: true }, c] : [c],
+    );
+  }
+}
 console.log(
   `machine: ${cpus().length} x ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}, load ${loadavg()
     .map((l) => l.toFixed(1))
