@@ -112,6 +112,8 @@ const summary = Object.fromEntries(
     {
       ms: median(results[n].map((x) => x.ms)),
       rss: median(results[n].map((x) => x.maxRssMB)),
+      cpu: median(results[n].map((x) => x.cpuMs ?? Number.NaN)),
+      p99: median(results[n].map((x) => x.loopP99Ms ?? Number.NaN)),
       base: median(results[n].map((x) => x.baseRssMB)),
       rows: results[n][0].rows,
       tableMB: results[n][0].tableMB,
@@ -121,14 +123,16 @@ const summary = Object.fromEntries(
 const floor = summary['json-parse']?.ms;
 const naive = summary.naive?.ms;
 console.log('');
-console.log('| scenario | rows | median s | x floor (bytes+JSON.parse) | naive / this | peak RSS MB |');
-console.log('|---|---|---|---|---|---|');
+console.log(
+  '| scenario | rows | median s | x floor (bytes+JSON.parse) | naive / this | peak RSS MB | CPU s | event-loop delay p99 ms |',
+);
+console.log('|---|---|---|---|---|---|---|---|');
 for (const n of names) {
   const s = summary[n];
   const xFloor = floor ? (s.ms / floor).toFixed(2) : '-';
   const vsNaive = naive ? (naive / s.ms).toFixed(2) : '-';
   console.log(
-    `| ${n} | ${s.rows} | ${(s.ms / 1000).toFixed(2)} | ${xFloor} | ${vsNaive} | ${s.rss.toFixed(0)} |`,
+    `| ${n} | ${s.rows} | ${(s.ms / 1000).toFixed(2)} | ${xFloor} | ${vsNaive} | ${s.rss.toFixed(0)} | ${(s.cpu / 1000).toFixed(2)} | ${s.p99.toFixed(1)} |`,
   );
 }
 console.log('');

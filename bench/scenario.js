@@ -4,6 +4,7 @@ import { createWriteStream, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { pipeline } from 'node:stream/promises';
 import { parse as csvParse } from 'csv-parse/sync';
 import { request } from 'undici';
@@ -296,11 +297,16 @@ const prepared =
     : name === 'lib-table-otel-context'
       ? await otelContext()
       : undefined;
+// How long the event loop waited to run something, sampled every 5 ms: what another task of the
+// application (a timer, a request handler) would wait while the result is read.
+const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+loopDelay.enable();
 const cpu0 = process.cpuUsage();
 t0 = performance.now();
 const rows = await run();
 const ms = performance.now() - t0;
 const cpu = process.cpuUsage(cpu0);
+loopDelay.disable();
 if (timelinePath) writeFileSync(timelinePath, JSON.stringify(timeline));
 console.log(
   JSON.stringify({
@@ -310,6 +316,9 @@ console.log(
     // This process's CPU (main thread and thread pool, inflating included): steadier than wall time on a
     // shared VM, and what an extra compressed page costs on loopback.
     cpuMs: (cpu.user + cpu.system) / 1000,
+    // Event-loop delay p99 and max, in ms (the histogram is in ns).
+    loopP99Ms: loopDelay.percentile(99) / 1e6,
+    loopMaxMs: loopDelay.max / 1e6,
     maxRssMB: process.resourceUsage().maxRSS / 1024,
     baseRssMB,
     ...extra,
