@@ -169,6 +169,9 @@ export class ResultStream extends Readable {
    * otherwise as well. Ends (or fails) the stream with the groups.
    */
   async *groups(): AsyncGenerator<readonly Chunk[], void, undefined> {
+    // A failure reaches the caller as this generator's throw; the stream's 'error' event, which nobody
+    // else listens to here, must not become an unhandled error.
+    this.on('error', () => {});
     this.#chunks ??= this.#run();
     let ended = false;
     try {
