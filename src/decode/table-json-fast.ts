@@ -155,11 +155,7 @@ export class FastTableDecoder {
     if (b[i] !== 0x5b) throw BAIL;
     const kinds = this.#kinds;
     const width = kinds.length;
-    // Room for the rows asked for, so a full page fills its buffers exactly and a batch takes them as
-    // they are (a page of 22,000 rows grew to 32,768 and was then copied to trim it). Bounded by what the
-    // body can hold (a row takes at least `[`, a value and a comma per column, `]`), so a `limit` far
-    // above the rows a body carries does not allocate for them.
-    const cap = Math.max(16, Math.min(where.limit, Math.floor(b.length / (2 * width + 1)) + 1));
+    const cap = Math.max(16, Math.min(where.limit, 16_384));
     // Buffers of a page already appended to the builder are reused (see `recycle()`): a page's worth
     // of fresh allocations per page is what keeps the allocator's footprint (RSS) high.
     const spare = this.#spare.pop();
