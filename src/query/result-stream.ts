@@ -126,17 +126,18 @@ export class ResultStream extends Readable {
    * once its last row has been taken.
    */
   override emit(event: string | symbol, ...args: unknown[]): boolean {
-    if (event === 'data') this.#deliver(args[0] as Chunk);
+    if (event === 'data') this.#deliver(this.#rowsIn(args[0] as Chunk));
     return super.emit(event, ...args);
   }
 
-  #deliver(chunk: Chunk): void {
-    this.#delivered += this.#options.output === 'arrow' ? (chunk as RecordBatch).numRows : 1;
-    this.#afterDelivery();
+  /** Rows in an output chunk: a batch's, or one row object. */
+  #rowsIn(chunk: Chunk): number {
+    return this.#options.output === 'arrow' ? (chunk as RecordBatch).numRows : 1;
   }
 
-  /** Rows up to `#delivered` have reached the consumer: a failure held back, and due progress, follow. */
-  #afterDelivery(): void {
+  /** `rows` more have reached the consumer: a failure held back, and due progress, follow. */
+  #deliver(rows: number): void {
+    this.#delivered += rows;
     // The last chunk before a failure has left the buffer: fail once the consumer has it.
     if (this.#failure && this.readableLength === 0) process.nextTick(() => this.#fail());
     const nextRow = this.#options.startRow + this.#delivered;
@@ -182,11 +183,9 @@ export class ResultStream extends Readable {
           return;
         }
         yield next.value;
-        this.#delivered +=
-          this.#options.output === 'arrow'
-            ? next.value.reduce((n, b) => n + (b as RecordBatch).numRows, 0)
-            : next.value.length;
-        this.#afterDelivery();
+        let rows = 0;
+        for (const chunk of next.value) rows += this.#rowsIn(chunk);
+        this.#deliver(rows);
       }
     } catch (err) {
       ended = true;
