@@ -126,6 +126,8 @@ export interface PageBytes {
   readonly codings: readonly string[];
   /** Bytes the body took on the wire. */
   readonly wireBytes: number;
+  /** From sending the request to its response headers, in ms (the service's time to answer it). */
+  readonly waitMs: number;
 }
 
 /**
@@ -262,9 +264,10 @@ export class EndpointClient extends EventEmitter {
    * `maxResponseBytes`) and kept as bytes: the query's first page, decoded by the page engine.
    */
   async readPageBytes(datasetId: string, queryId: string, options: PageRequest): Promise<PageBytes> {
-    const { response, bytes } = await this.http.bytes(pageGet(datasetId, queryId, options));
+    const { response, bytes, waitMs } = await this.http.bytes(pageGet(datasetId, queryId, options));
     return {
       bytes,
+      waitMs,
       headers: response.headers,
       info: response.info,
       codings: response.codings,

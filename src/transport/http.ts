@@ -6,6 +6,7 @@
  * `Accept-Encoding` (compression-policy.ts), credentials (credentials.ts). Everything above speaks in
  * paths and typed results.
  */
+import { setImmediate } from 'node:timers/promises';
 import { type Dispatcher, request } from 'undici';
 import { AbortError, DqsError, type RequestInfo, TimeoutError } from '../core/errors.js';
 import { redactSecrets } from '../core/redact.js';
@@ -299,23 +300,32 @@ export class HttpTransport {
   }
 
   /** Sends and reads the whole body as bytes (bounded by `maxResponseBytes`), for a caller that keeps them. */
-  async bytes(req: HttpRequest): Promise<{ response: HttpResponse; bytes: Buffer }> {
-    const { response, body } = await this.#whole(req, readBounded);
-    return { response, bytes: body };
+  async bytes(req: HttpRequest): Promise<{ response: HttpResponse; bytes: Buffer; waitMs: number }> {
+    const { response, body, waitMs } = await this.#whole(req, readBounded);
+    return { response, bytes: body, waitMs };
   }
 
+  /** `waitMs`: from sending the answered attempt to its response headers. */
   #whole<T>(
     req: HttpRequest,
     read: (response: HttpResponse, maxBytes: number) => Promise<T>,
-  ): Promise<{ response: HttpResponse; body: T }> {
+  ): Promise<{ response: HttpResponse; body: T; waitMs: number }> {
     // The body read is inside the retried unit: a body cut short is retried like a reset.
     return this.#retrying(req, async () => {
+      const sentAt = performance.now();
       const response = await this.#sendChecked(req);
+      const waitMs = performance.now() - sentAt;
+      let body: T;
       try {
-        return { response, body: await read(response, this.#options.maxResponseBytes) };
+        body = await read(response, this.#options.maxResponseBytes);
       } finally {
         response.done();
       }
+      // undici frees a connection a turn after its body's last byte has been handed over: a request sent
+      // at once (the query's first page right after its POST) would open a new connection, a round trip
+      // (and a TLS handshake) more. One macrotask turn lets it reuse this one.
+      await setImmediate();
+      return { response, body, waitMs };
     });
   }
 
