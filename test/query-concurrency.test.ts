@@ -17,6 +17,8 @@ interface Service {
   duration(inFlight: number, now: number): number;
   /** Refuses a request (429) when this many are in flight (itself included). */
   refuses?(inFlight: number, now: number): boolean;
+  /** Ms until an accepted request's answer headers come (the controller is told: `answered`). */
+  readonly firstByte?: number;
 }
 
 interface Run {
@@ -44,7 +46,7 @@ function simulate(
   let done = 0;
   let requests = 0;
   // `level`: requests at the server when it was sent, itself included (what the scheduler reports for a 429).
-  type Event = { seq: number; at: number; kind: 'done' | 'refused' | 'retry'; level: number };
+  type Event = { seq: number; at: number; kind: 'done' | 'refused' | 'retry' | 'answered'; level: number };
   const events: Event[] = [];
   let inFlight = 0; // requests holding a slot (a refused one waiting for its retry included)
   let atServer = 0;
@@ -60,6 +62,9 @@ function simulate(
       kind: refused ? 'refused' : 'done',
       level: atServer,
     });
+    if (!refused && service.firstByte !== undefined) {
+      events.push({ seq, at: now + service.firstByte, kind: 'answered', level: atServer });
+    }
   };
   while (done < pages) {
     while (inFlight < controller.limit && started < pages) {
@@ -72,7 +77,9 @@ function simulate(
     events.sort((a, b) => a.at - b.at);
     const event = events.shift()!;
     now = event.at;
-    if (event.kind === 'retry') send(event.seq);
+    if (event.kind === 'answered') {
+      if ('answered' in controller) controller.answered(event.seq, now);
+    } else if (event.kind === 'retry') send(event.seq);
     else if (event.kind === 'refused') {
       atServer--;
       refusedAt.push(now);
@@ -225,6 +232,42 @@ describe('AdaptiveConcurrency', () => {
     const small = new AdaptiveConcurrency({ far: 8, max: 5 });
     small.prime(100);
     expect(small.limit).toBe(5);
+  });
+
+  it("paced by a far service's answers: startup doubles per time to first byte, up to the byte budget", () => {
+    // The WAN again, its answers' headers told: they come after 270 ms, bodies 80 ms (or more) later.
+    const answering: Service = { ...wan, firstByte: 270 };
+    const primed = (budget: number) => {
+      const c = new AdaptiveConcurrency({ far: 8 });
+      c.prime(100, budget);
+      return c;
+    };
+    const perRound = primed(8); // a budget no larger than the start: growth per round only, as before
+    const paced = primed(24);
+    const before = simulate(perRound, answering, 60);
+    const after = simulate(paced, answering, 60);
+    // At 1 s it is at the budget (8 -> 16 -> 24 in two answers' times), not still at 8 or 16.
+    const limitAt = (run: Run, t: number) => run.limits.filter((l) => l.at <= t).at(-1)!.limit;
+    expect(limitAt(after, 1000)).toBe(24);
+    expect(limitAt(before, 1000)).toBeLessThan(24);
+    expect(maxLimit(after)).toBeLessThanOrEqual(24); // the budget bounds growth per answer
+    expect(after.finishedAt).toBeLessThan(0.9 * before.finishedAt);
+    // A near service is not paced by answers (its answers come in a few ms; growth follows rounds).
+    const near = new AdaptiveConcurrency({ far: 8 });
+    near.prime(5, 64);
+    near.answered(near.started(0), 1);
+    expect(near.limit).toBe(INITIAL_LIMIT);
+  });
+
+  it('answers never grow the limit past a ceiling a 429 set', () => {
+    // A cap of 6 in flight: the first answers come after the refusals of the startup overshoot.
+    const capped: Service = { ...wan, firstByte: 270, refuses: (n) => n > 6 };
+    const c = new AdaptiveConcurrency({ far: 8 });
+    c.prime(100, 40);
+    const run = simulate(c, capped, 60);
+    expect(maxLimit({ ...run, limits: run.limits.filter((l) => l.at > 100) })).toBeLessThanOrEqual(7);
+    // Refusals: the startup overshoot, and no more than a rare probe after the first second.
+    expect(run.refusedAt.filter((t) => t > run.refusedAt[0]! + 1000).length).toBeLessThanOrEqual(2);
   });
 
   it('stays within min and max', () => {

@@ -136,12 +136,75 @@ describe('the page plan is lazy', () => {
     expect(plan.next()).toEqual({ start: 1, limit: 4 });
     plan.pageSize = 2;
     expect(plan.next()).toEqual({ start: 5, limit: 2 });
+    // A prefetched page shorter than a page is made up to a whole one: later pages start where theirs would.
     plan.skip({ start: 7, limit: 1 });
-    expect(plan.next()).toEqual({ start: 8, limit: 2 });
-    expect(plan.next()).toEqual({ start: 10, limit: 1 });
+    expect(plan.next()).toEqual({ start: 8, limit: 1 });
+    expect(plan.next()).toEqual({ start: 9, limit: 2 });
     expect(plan.next()).toBeUndefined();
     expect(plan.done).toBe(true);
     const huge = new PagePlan(1, 1e12, 10_000);
     expect(huge.next()).toEqual({ start: 1, limit: 10_000 });
+  });
+});
+
+describe("page size from the service's cost per row", () => {
+  const sizing = { windowBytes: 128 * 2 ** 20, rateLimited: () => false };
+  /** A page of `rows` of 430 bytes each whose first request answered after `waitMs`. */
+  const page = (rows: number, waitMs: number) => ({
+    parts: [],
+    rowCount: rows,
+    bytes: rows * 430,
+    requests: 1,
+    firstWait: { rows, waitMs },
+  });
+
+  /** The plan's page size after a 1,000-row first page and three byte-sized pages of a service costing `fixed + rows x perRow`. */
+  function sizedBy(fixed: number, perRow: number, noise: readonly number[] = [0, 0, 0]): number {
+    const plan = new PagePlan(1, 500_000, 10_000, sizing);
+    plan.learn(page(1000, fixed + 1000 * perRow));
+    const byteRows = plan.pageSize;
+    expect(byteRows).toBe(10_000); // 4.5 MB at 430 bytes a row
+    // Stalls and queueing only add to a wait: the quickest of a size counts.
+    for (const extra of noise) plan.learn(page(byteRows, fixed + byteRows * perRow + extra));
+    return plan.pageSize;
+  }
+
+  it('smaller pages where the service spends time per row, the byte target where rows cost nothing', () => {
+    // The WAN bench's service: 70 ms a request (round trip included), 0.02 ms a row: 7,000 rows.
+    expect(sizedBy(70, 0.02)).toBe(7000);
+    // Ten times the cost per row: the floor of 1,000 rows (request overhead).
+    expect(sizedBy(70, 0.2)).toBe(1000);
+    // A high fixed cost per request and cheap rows: the byte target stays.
+    expect(sizedBy(500, 0.02)).toBe(10_000);
+    // A near service whose rows cost nothing measurable, with stalls of a busy event loop on some
+    // answers: the quickest shows no cost per row, and the byte target stays.
+    expect(sizedBy(2, 0, [60, 0, 35])).toBe(10_000);
+    // A near service whose rows cost a little (an emulator building pages as it answers): 2 ms a 10,000-row
+    // page; the byte target stays.
+    expect(sizedBy(2, 0.0002)).toBe(10_000);
+    // Stalls on some answers of the far service do not make its rows look dearer than they are.
+    expect(sizedBy(70, 0.02, [0, 150, 90])).toBe(7000);
+  });
+
+  it('decides once, after three answers of a size at least twice the first', () => {
+    const plan = new PagePlan(1, 500_000, 10_000, sizing);
+    plan.learn(page(1000, 90));
+    plan.learn(page(10_000, 270));
+    plan.learn(page(10_000, 270));
+    expect(plan.pageSize).toBe(10_000);
+    plan.learn(page(10_000, 270));
+    expect(plan.pageSize).toBe(7000);
+    // Later answers (of the smaller pages, slower or not) change nothing.
+    plan.learn(page(7000, 500));
+    plan.learn(page(7000, 500));
+    plan.learn(page(7000, 500));
+    expect(plan.pageSize).toBe(7000);
+  });
+
+  it('a fixed pageSize is never resized', () => {
+    const plan = new PagePlan(1, 500_000, 10_000);
+    plan.learn(page(1000, 90));
+    for (let i = 0; i < 3; i++) plan.learn(page(10_000, 270));
+    expect(plan.pageSize).toBe(10_000);
   });
 });

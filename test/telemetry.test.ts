@@ -159,13 +159,15 @@ describe('telemetry', () => {
       expect(tid).toBe(traceId);
       expect(spanIds.has(sid!)).toBe(true);
     }
-    // A page GET carried its own page span's id.
+    // A page GET carried its own page span's id; the query's first page (its descriptors and the
+    // stream's first rows), the first_page span's.
     const pageIds = new Set(pages.map((p) => p.spanContext().spanId));
     const pageHeaders = emu.requests
       .map((r, i) => (isPageGet(r) ? traceparents[i] : undefined))
       .filter((h): h is string => h !== undefined);
     expect(pageHeaders.length).toBeGreaterThanOrEqual(4);
-    for (const h of pageHeaders) expect(pageIds.has(h.split('-')[2]!)).toBe(true);
+    expect(pageHeaders[0]!.split('-')[2]).toBe(first.spanContext().spanId);
+    for (const h of pageHeaders.slice(1)) expect(pageIds.has(h.split('-')[2]!)).toBe(true);
 
     const { resourceMetrics } = await reader.collect();
     expect(total(resourceMetrics, 'dqs.client.rows', { 'dqs.dataset.id': 'job_listings' })).toBe(25_000);

@@ -1,6 +1,7 @@
 // Retries (src/transport/retry.ts, retry-after.ts): what is retried and how, backoff and Retry-After,
 // cut bodies never decoded as short pages. Moved out of reliability.test.ts unchanged.
 import { describe, expect, it } from 'vitest';
+import { FIRST_PAGE_ROWS } from '../src/client.js';
 import { type FaultKind, faultPlan } from '../src/emulator/index.js';
 import { type DqsError, NetworkError, RateLimitedError, ServerError, TimeoutError } from '../src/index.js';
 import { backoffDelay, normalizeRetryOptions } from '../src/transport/retry.js';
@@ -190,7 +191,8 @@ describe('retries', () => {
     const { client } = await setup(
       {
         fault: (r) => {
-          if (!isPageGet(r) || r.query.limit === '1') return undefined;
+          // The query's own first page (descriptors and first rows) comes at once.
+          if (!isPageGet(r) || r.query.limit === String(FIRST_PAGE_ROWS)) return undefined;
           return r.query.limit === '300'
             ? { kind: 'trickle', bytesPerChunk: 4096, intervalMs: 25 }
             : { kind: 'trickle', bytesPerChunk: 4096, intervalMs: 5000 };

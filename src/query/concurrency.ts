@@ -43,8 +43,13 @@ export interface ConcurrencyController {
   congested(kind: Congestion, inFlight: number, now: number): void;
   /** A consumer waited for a page still on its way: the link, not the consumer, holds delivery back. */
   starved?(now: number): void;
-  /** Before any request: the quickest answer the client has had from the service, in ms, if any. */
-  prime?(fastestAnswerMs: number | undefined): void;
+  /**
+   * Before any request: the quickest answer the client has had from the service, in ms, if any, and the
+   * most requests the stream's byte budget holds at its page size (startup grows no further on its own).
+   */
+  prime?(fastestAnswerMs: number | undefined, budget?: number): void;
+  /** Request `seq` was answered (its response headers, not a refusal, have arrived). */
+  answered?(seq: number, now: number): void;
 }
 
 /** A fixed limit, stepped down by the service's pushback and earned back as pages succeed. */
@@ -179,6 +184,8 @@ export class AdaptiveConcurrency implements ConcurrencyController {
   readonly #busy: (() => number) | undefined;
   readonly #far: number | undefined;
   #limit: number;
+  /** Startup grows per answer up to this (set by `prime` for a far service; 0: per round only). */
+  #paced = 0;
   #phase: 'startup' | 'steady' = 'startup';
   #seq = 0;
   readonly #startedAt = new Map<number, number>();
@@ -225,10 +232,23 @@ export class AdaptiveConcurrency implements ConcurrencyController {
    * Before any request: the quickest answer the client has had from the service (ms), if any. A far
    * service starts from the `far` option (when that is above the initial limit and within the range).
    */
-  prime(fastestAnswerMs: number | undefined): void {
+  prime(fastestAnswerMs: number | undefined, budget?: number): void {
     if (this.#far === undefined || this.#seq > 0) return;
     if (fastestAnswerMs === undefined || fastestAnswerMs < FAR_ANSWER_MS) return;
     this.#limit = Math.max(this.#limit, this.#clamp(this.#far));
+    this.#paced = Math.max(this.#limit, budget ?? this.#limit);
+  }
+
+  /**
+   * A far service's answers pace startup, as ACKs pace TCP's slow start: each request answered (its
+   * headers, not a refusal) lets one more go, so the limit doubles every time to first byte rather than
+   * every whole page (a round lasts until a page's body has arrived, and on a link shared by many pages
+   * that is several times the wait: the link sat idle between rounds). Growth stops at the byte budget
+   * (`prime`), at a ceiling a 429 set, and when startup ends (a round without a gain in delivery rate).
+   */
+  answered(_seq: number, _now: number): void {
+    if (this.#phase !== 'startup' || this.#limit >= this.#paced) return;
+    this.#limit = this.#clamp(this.#limit + 1);
   }
 
   /** `'startup'` while growing fast, then `'steady'` (for tests and the docs). */
@@ -326,7 +346,11 @@ export class AdaptiveConcurrency implements ConcurrencyController {
         this.#startupBest = rate;
         this.#stalls = 0;
         if (this.#roundStarved && busy < BUSY_CEILING) {
-          this.#limit = this.#clamp(this.#limit * STARTUP_GROWTH);
+          // Paced by answers, startup grows to the byte budget and no further (the steady target may).
+          const grown = this.#limit * STARTUP_GROWTH;
+          this.#limit = this.#clamp(
+            this.#paced > 0 ? Math.min(grown, Math.max(this.#limit, this.#paced)) : grown,
+          );
         }
         return;
       }

@@ -28,7 +28,7 @@ import { adaptiveConcurrency, FixedConcurrency } from './concurrency.js';
 import { HedgePolicy } from './hedge.js';
 import { OrderedWindow, type WindowTask } from './ordered-window.js';
 import { fetchPage, type PageData, type PageFetchContext } from './page-fetcher.js';
-import { checkRowLimit, PagePlan } from './page-plan.js';
+import { checkRowLimit, PagePlan, TARGET_PAGE_BYTES } from './page-plan.js';
 import { PageSlot, type Pauses } from './page-slot.js';
 import type { LocalMark, ResultSource } from './result-source.js';
 import { type ConcurrencyChange, RequestScheduler } from './scheduler.js';
@@ -150,8 +150,16 @@ export class PageEngine {
     const scheduler = this.#schedulerFor(source);
     this.#scheduler = scheduler;
     const detachScheduler = scheduler.onChange((change) => this.#events.concurrency(change));
-    // A far service (the query's own requests were slow to answer) starts from more requests at once.
-    scheduler.prime(source.pages.fastestAnswerMs);
+    // The kept page shows the bytes per row before any other page is planned: the first requests already
+    // ask for pages of the size the plan aims at.
+    if (first) {
+      const rows = first.range.limit;
+      pages.learn({ parts: [], rowCount: rows, bytes: first.bytes.length, requests: 1 });
+    }
+    // A far service (the query's own requests were slow to answer) starts from more requests at once, and
+    // grows per answer up to what the byte budget holds (half of it in flight, half for pages held).
+    const pageBytes = pages.pageBytes ?? TARGET_PAGE_BYTES;
+    scheduler.prime(source.pages.fastestAnswerMs, Math.floor(opts.windowBytes / 2 / pageBytes));
     const ctx: PageFetchContext = {
       pages: source.pages,
       datasetId: source.datasetId,

@@ -36,6 +36,12 @@ export interface PageFetchContext {
   readonly timeoutMs?: number | undefined;
   /** Sends a page request again on another connection when it is much slower than the usual (hedge.ts). */
   readonly hedge?: HedgePolicy | undefined;
+  /**
+   * The most rows the server has answered to a bigger `limit` (it clamps), shared by the stream's pages:
+   * once one page has seen it, every request sent after asks for no more (the plan learns it only when
+   * that page has arrived whole, too late for pages planned before).
+   */
+  served?: number;
 }
 
 /** The rows of one planned page, in order, and the body bytes they took. */
@@ -51,6 +57,8 @@ export interface PageData {
   readonly wireBytes: number;
   /** Requests it took (more than 1 when the server answered short pages). */
   readonly requests: number;
+  /** Its first request: rows asked for, and ms from sending to the answer's headers (what a page costs). */
+  readonly firstWait?: { readonly rows: number; readonly waitMs: number } | undefined;
 }
 
 interface Piece {
@@ -60,6 +68,8 @@ interface Piece {
   wireBytes: number;
   total: number;
   start: number;
+  /** From sending the request to its answer's headers (-1: not known). */
+  waitMs: number;
 }
 
 /**
@@ -97,7 +107,10 @@ async function fetchPiece(
     // The query's own first page is already in hand: decoded, not asked for again (and never slow).
     if (kept) {
       const body = keptBody(kept, slot);
-      return await decodePiece(ctx, body, sub, kept.info, kept, { waitMs: 0, headersAt: body.readAt });
+      return await decodePiece(ctx, body, sub, kept.info, kept, {
+        waitMs: kept.waitMs ?? -1,
+        headersAt: body.readAt,
+      });
     }
     // Under a rate limit (set or learned) a request is what a read costs, so none is sent twice.
     if (ctx.hedge === undefined || ctx.pages.rateLimited) return await fetchPieceSent(ctx, sub, signal, slot);
@@ -133,6 +146,7 @@ async function fetchPieceSent(
     retry: false,
   });
   const headersAt = performance.now();
+  slot.answered();
   try {
     // Formats without a page envelope (CSV, XLSX): position is what we asked for, and the total is the
     // HEAD's unless the response repeats the query headers (checked then). The spec shows none on the data GET.
@@ -182,12 +196,14 @@ async function decodePiece(
       decodeMs: performance.now() - body.readAt,
     } satisfies PageTiming);
   }
+  const { waitMs } = times;
   if (envelope === undefined) {
-    return { part, rows, bytes: body.bytes, wireBytes, total: status?.total ?? ctx.total, start: sub.start };
+    const total = status?.total ?? ctx.total;
+    return { part, rows, bytes: body.bytes, wireBytes, total, start: sub.start, waitMs };
   }
   if (rows !== envelope.count)
     throw new ProtocolError(`page says count=${envelope.count} but holds ${rows} rows`, info);
-  return { part, rows, bytes: body.bytes, wireBytes, total: envelope.total, start: envelope.start };
+  return { part, rows, bytes: body.bytes, wireBytes, total: envelope.total, start: envelope.start, waitMs };
 }
 
 /** A kept page's bytes as a page body (already read and bounded once: no copy, no limit to check). */
@@ -368,9 +384,10 @@ async function fetchPageParts(
   let bytes = 0;
   let wireBytes = 0;
   let requests = 0;
+  let firstWait: PageData['firstWait'];
   let next = range.start;
   while (next < end) {
-    const sub = { start: next, limit: end - next };
+    const sub = { start: next, limit: Math.min(end - next, ctx.served ?? Number.POSITIVE_INFINITY) };
     let piece: Piece;
     try {
       // Retried as a whole (request, body and decode), so a body cut mid-way costs one more request,
@@ -392,7 +409,7 @@ async function fetchPageParts(
     } catch (err) {
       throw err instanceof DqsError ? atPage(err, sub) : err;
     }
-    requests++;
+    if (requests++ === 0 && piece.waitMs >= 0) firstWait = { rows: sub.limit, waitMs: piece.waitMs };
     bytes += piece.bytes;
     wireBytes += piece.wireBytes;
     const where = { method: 'GET', url: `start=${sub.start} limit=${sub.limit}` };
@@ -420,8 +437,9 @@ async function fetchPageParts(
         sub,
       );
     }
+    if (piece.rows < sub.limit) ctx.served = Math.min(ctx.served ?? piece.rows, piece.rows);
     parts.push(piece.part);
     next += piece.rows;
   }
-  return { range, parts, rowCount: next - range.start, bytes, wireBytes, requests };
+  return { range, parts, rowCount: next - range.start, bytes, wireBytes, requests, firstWait };
 }

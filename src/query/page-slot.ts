@@ -68,6 +68,11 @@ export class PageSlot {
     return this.#held.resending(signal);
   }
 
+  /** A request's response headers came (not a refusal): the service took it. */
+  answered(): void {
+    this.#held?.answered();
+  }
+
   /** A request's body has been read whole (`bytes`, decoded): the slot goes to the next request. */
   bodyRead(bytes: number): void {
     this.#held?.succeeded(bytes);

@@ -55,6 +55,8 @@ export interface KeptPage {
   readonly codings: readonly string[];
   /** The request it answered, for errors. */
   readonly info: { readonly method: string; readonly url: string };
+  /** From sending its request to its response headers, in ms (what the service took to answer it). */
+  readonly waitMs?: number | undefined;
 }
 
 /** A stream's progress mark for rows a `LocalRows` produced: `end` is the row after them. */

@@ -23,6 +23,8 @@ export interface ConcurrencyChange {
 export interface Permit {
   /** The request's page data arrived: `bytes` of it (the first call counts; later ones are ignored). */
   succeeded(bytes: number): void;
+  /** The request was answered: its response headers came, and it was not refused. */
+  answered(): void;
   /**
    * A request of this permit goes out now (the first, or a retry after a pause); call the function
    * returned once it has ended, answered or failed. How many requests were out with it is what a refusal
@@ -128,9 +130,12 @@ export class RequestScheduler {
     this.#controller.starved?.(this.#now());
   }
 
-  /** Before any request: tells the controller how quickly the service has answered so far (ms). */
-  prime(fastestAnswerMs: number | undefined): void {
-    this.#observe(() => this.#controller.prime?.(fastestAnswerMs), 'measured');
+  /**
+   * Before any request: tells the controller how quickly the service has answered so far (ms), and how
+   * many requests the stream's byte budget holds.
+   */
+  prime(fastestAnswerMs: number | undefined, budget?: number): void {
+    this.#observe(() => this.#controller.prime?.(fastestAnswerMs, budget), 'measured');
   }
 
   /**
@@ -172,7 +177,13 @@ export class RequestScheduler {
     // or a page's whole body) would make that count too low, and the cut too deep.
     let level: number | undefined;
     let measured = false;
+    let answered = false;
     const permit: Permit = {
+      answered: () => {
+        if (answered) return;
+        answered = true;
+        this.#observe(() => this.#controller.answered?.(seq, this.#now()), 'measured');
+      },
       succeeded: (bytes) => {
         // Once: the stream reports a page when its body has been read, the window when it has decoded it.
         if (measured) return;
