@@ -246,8 +246,13 @@ export class AdaptiveConcurrency implements ConcurrencyController {
    * that is several times the wait: the link sat idle between rounds). Growth stops at the byte budget
    * (`prime`), at a ceiling a 429 set, and when startup ends (a round without a gain in delivery rate).
    */
-  answered(_seq: number, _now: number): void {
+  answered(seq: number, now: number): void {
     if (this.#phase !== 'startup' || this.#limit >= this.#paced) return;
+    // Only an answer that took a far service's time: on a near one (a warm loopback emulator answers in
+    // a few ms) the first answers can be slow only from the cold start of both ends, and pages beyond
+    // what the CPU decodes would only wait.
+    const at = this.#startedAt.get(seq);
+    if (at === undefined || now - at < FAR_ANSWER_MS) return;
     this.#limit = this.#clamp(this.#limit + 1);
   }
 

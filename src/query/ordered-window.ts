@@ -18,6 +18,8 @@ export interface OrderedWindowOptions<T> {
   readonly maxBytes: number;
   /** A result's size, as counted against `maxBytes`. */
   readonly sizeOf: (value: T) => number;
+  /** The size a result is expected to have before any has finished (unset: none counted until then). */
+  readonly expectedSize?: () => number | undefined;
 }
 
 interface Slot<T> {
@@ -63,7 +65,8 @@ export class OrderedWindow<T> {
   }
 
   #average(): number {
-    return this.#finished === 0 ? 0 : this.#finishedBytes / this.#finished;
+    if (this.#finished > 0) return this.#finishedBytes / this.#finished;
+    return this.#options.expectedSize?.() ?? 0;
   }
 
   #fill(): void {

@@ -155,11 +155,12 @@ export class PageEngine {
     if (first) {
       const rows = first.range.limit;
       pages.learn({ parts: [], rowCount: rows, bytes: first.bytes.length, requests: 1 });
+      if (first.waitMs !== undefined) pages.answered(rows, first.waitMs);
     }
     // A far service (the query's own requests were slow to answer) starts from more requests at once, and
-    // grows per answer up to what the byte budget holds (half of it in flight, half for pages held).
+    // grows per answer up to what the byte budget holds (the window then bounds what is held and in flight).
     const pageBytes = pages.pageBytes ?? TARGET_PAGE_BYTES;
-    scheduler.prime(source.pages.fastestAnswerMs, Math.floor(opts.windowBytes / 2 / pageBytes));
+    scheduler.prime(source.pages.fastestAnswerMs, Math.floor(opts.windowBytes / pageBytes));
     const ctx: PageFetchContext = {
       pages: source.pages,
       datasetId: source.datasetId,
@@ -170,6 +171,7 @@ export class PageEngine {
       maxResponseBytes: source.pages.maxResponseBytes,
       timeoutMs: opts.timeoutMs,
       hedge: opts.hedge ? this.#hedge : undefined,
+      answered: (rows, waitMs) => pages.answered(rows, waitMs),
     };
     // Pages of this stream waiting out a pause before a retry (a Retry-After, most often): each holds
     // its slot in the window while the consumer waits for it.
@@ -217,6 +219,9 @@ export class PageEngine {
             : 2 * scheduler.limit),
         maxBytes: opts.windowBytes,
         sizeOf: (page) => page.bytes,
+        // Before any page has arrived, pages in flight count at the planned size (the first page showed
+        // the bytes per row): a far service's startup may otherwise plan far past the budget.
+        expectedSize: () => pages.pageBytes,
       },
     );
     this.#window = window;

@@ -42,6 +42,8 @@ export interface PageFetchContext {
    * that page has arrived whole, too late for pages planned before).
    */
   served?: number;
+  /** A request for `rows` was answered (headers) `waitMs` after it was sent. */
+  readonly answered?: ((rows: number, waitMs: number) => void) | undefined;
 }
 
 /** The rows of one planned page, in order, and the body bytes they took. */
@@ -57,8 +59,6 @@ export interface PageData {
   readonly wireBytes: number;
   /** Requests it took (more than 1 when the server answered short pages). */
   readonly requests: number;
-  /** Its first request: rows asked for, and ms from sending to the answer's headers (what a page costs). */
-  readonly firstWait?: { readonly rows: number; readonly waitMs: number } | undefined;
 }
 
 interface Piece {
@@ -147,6 +147,7 @@ async function fetchPieceSent(
   });
   const headersAt = performance.now();
   slot.answered();
+  ctx.answered?.(sub.limit, headersAt - sentAt);
   try {
     // Formats without a page envelope (CSV, XLSX): position is what we asked for, and the total is the
     // HEAD's unless the response repeats the query headers (checked then). The spec shows none on the data GET.
@@ -384,7 +385,6 @@ async function fetchPageParts(
   let bytes = 0;
   let wireBytes = 0;
   let requests = 0;
-  let firstWait: PageData['firstWait'];
   let next = range.start;
   while (next < end) {
     const sub = { start: next, limit: Math.min(end - next, ctx.served ?? Number.POSITIVE_INFINITY) };
@@ -409,7 +409,7 @@ async function fetchPageParts(
     } catch (err) {
       throw err instanceof DqsError ? atPage(err, sub) : err;
     }
-    if (requests++ === 0 && piece.waitMs >= 0) firstWait = { rows: sub.limit, waitMs: piece.waitMs };
+    requests++;
     bytes += piece.bytes;
     wireBytes += piece.wireBytes;
     const where = { method: 'GET', url: `start=${sub.start} limit=${sub.limit}` };
@@ -441,5 +441,5 @@ async function fetchPageParts(
     parts.push(piece.part);
     next += piece.rows;
   }
-  return { range, parts, rowCount: next - range.start, bytes, wireBytes, requests, firstWait };
+  return { range, parts, rowCount: next - range.start, bytes, wireBytes, requests };
 }

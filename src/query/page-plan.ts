@@ -35,8 +35,6 @@ export interface ArrivedPage {
   readonly bytes: number;
   /** Requests it took (more than 1: the server answered short). */
   readonly requests: number;
-  /** Its first request: the rows it asked for and the ms from sending it to its answer's headers. */
-  readonly firstWait?: { readonly rows: number; readonly waitMs: number } | undefined;
 }
 
 /** One page request: 1-based `start` and the number of rows asked for (the `PageRef` errors name). */
@@ -95,15 +93,32 @@ export class PagePlan {
       this.#byteRows = Math.max(MIN_AUTO_PAGE, Math.min(MAX_AUTO_PAGE, rows));
       this.pageSize = this.#byteRows;
     }
-    if (page.firstWait && !this.#metered) {
-      const rows = this.#cost.add(page.firstWait.rows, page.firstWait.waitMs, this.#byteRows);
-      if (rows !== undefined) this.pageSize = Math.max(MIN_AUTO_PAGE, Math.min(this.#byteRows, rows));
-    }
     if (!this.#metered && sizing.rateLimited()) {
       this.#metered = true;
       const rows = Math.floor(sizing.windowBytes / 2 / perRow / 1000) * 1000;
       this.pageSize = Math.max(this.#pageSize, Math.min(MAX_METERED_PAGE, rows));
     }
+  }
+
+  /**
+   * A page request was answered (its headers came) `waitMs` after it was sent, for `rows` asked: what
+   * the service's cost per row is learned from, as soon as the answers come (not when their pages have
+   * arrived whole, by when many more would have been planned at the old size). With `'auto'` only.
+   */
+  answered(rows: number, waitMs: number): void {
+    if (this.#sizing === undefined || !this.#sized || this.#metered) return;
+    const sized = this.#cost.add(rows, waitMs, this.#byteRows);
+    if (sized === undefined || sized >= this.#byteRows) return;
+    // Halvings of the byte target, at most MAX_COST_CUT times smaller. Halvings: page boundaries stay the
+    // same from run to run whatever the measured waits (a cache of pages keyed by start and limit, the
+    // service's or a proxy's, keeps hitting; the WAN bench's emulator rebuilt every page of sizes that
+    // drifted by 1,000 rows, on the client's cores). At most MAX_COST_CUT: the first page was sent alone
+    // and the bigger ones together, so a service that slows down under load looks dearer per row than it
+    // is (an emulator sharing the client's two cores made 10,000-row pages 1,000), and past a few
+    // thousand rows `max` requests in flight hold the bytes the link needs anyway.
+    let cut = 2;
+    while (cut < MAX_COST_CUT && this.#byteRows / (cut * 2) >= sized) cut *= 2;
+    this.pageSize = Math.max(MIN_AUTO_PAGE, Math.round(this.#byteRows / cut / 1000) * 1000);
   }
 
   /** Decoded bytes a page planned now is expected to hold, once a page has shown the bytes per row. */
@@ -162,7 +177,7 @@ export class PagePlan {
  * a bigger page makes every page wait longer for its first byte (bytes in flight must cover that wait,
  * and pages sent together end together), while smaller pages cost requests; where rows cost nearly
  * nothing, the byte target decides alone. On the WAN bench (70 ms fixed, 0.02 ms a row) this is 7,000
- * rows; with ten times the cost per row, the floor of 1,000.
+ * rows; with ten times the cost per row, a quarter of the byte target (MAX_COST_CUT).
  */
 const ROW_SHARE = 2;
 /**
@@ -170,6 +185,8 @@ const ROW_SHARE = 2;
  * WAN bench's 10,000-row pages wait 200 ms for theirs, a loopback emulator's 27,000-row pages 5 ms.
  */
 const MIN_ROW_WAIT_MS = 50;
+/** The service's cost per row makes pages at most this many times smaller than the byte target. */
+const MAX_COST_CUT = 4;
 /** Answers of one size whose quickest counts: the quickest of a few is free of queueing and stalls. */
 const COST_SAMPLES = 3;
 
