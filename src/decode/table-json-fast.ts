@@ -132,10 +132,13 @@ export class FastTableDecoder {
       if (body[i] === 0x5d) i++;
       else {
         for (;;) {
+          const from = i;
+          const t0 = performance.now();
           setLoneSurrogate(false);
-          i = decodeRows(body, i, page, i + SLICE_BYTES);
+          i = decodeRows(body, i, page, i + sliceBytes);
           lone ||= loneSurrogate;
           if (page.done) break;
+          sliceBytes = nextSliceBytes(i - from, performance.now() - t0);
           yield;
         }
       }
@@ -415,10 +418,24 @@ function decodeRows(b: Buffer, i: number, page: PageBuffers, stop: number): numb
 }
 
 /**
- * Body bytes per slice of `slices()`: ~1-2 ms of decoding once the row loop is compiled, ~5-7 ms while
- * it is not (the first page of a process). Each slice's end costs a turn of the event loop (~tens of µs).
+ * Most body bytes per slice of `slices()`: ~1-2 ms of decoding once the row loop is compiled. Each slice's
+ * end costs a turn of the event loop (~tens of µs).
  */
 const SLICE_BYTES = 256 * 1024;
+/** What a slice should take at most; slices are made smaller while the code is slower than that. */
+const SLICE_MS = 3;
+
+/**
+ * Bytes of the next slice, of any decoder: module state on purpose, since what it tracks (whether the row
+ * loop is compiled yet) is the process's. It starts small: the first pages of a process run the loop
+ * before it is compiled, 10-40 ms per 256 kB.
+ */
+let sliceBytes = 32 * 1024;
+
+/** The bytes of the next slice after one of `bytes` took `ms`: as many as fit in `SLICE_MS`, at most 256 kB. */
+function nextSliceBytes(bytes: number, ms: number): number {
+  return Math.max(16 * 1024, Math.min(SLICE_BYTES, Math.floor((bytes * SLICE_MS) / Math.max(ms, 0.1))));
+}
 
 /** Spare page buffers kept per decoder (pages in the window are decoded into fresh ones beyond this). */
 const MAX_SPARE = 4;
