@@ -15,8 +15,9 @@ const POW10 = Array.from({ length: 23 }, (_, k) => 10 ** k);
  * The scanner's module state, in one place. The scanning functions return the index they stopped at and
  * leave their second result here, so the hot loop allocates nothing per value (no result objects or
  * tuples). Each is written by a function of this module and read by its caller right after the call
- * (importers read the live binding); nothing here outlives one `decode()`, and decoding is synchronous,
- * so decoders never see each other's values. Numbers, the common case, are written straight into the
+ * (importers read the live binding); nothing here outlives one synchronous slice of a decode (the
+ * decoder reads `loneSurrogate` after each slice and keeps it per page), so decoders that take turns
+ * never see each other's values. Numbers, the common case, are written straight into the
  * caller's column instead (`scanNumber`'s `out`): read across modules per value, a module variable cost
  * the split 3-4 % of decoding.
  */
@@ -232,15 +233,25 @@ export const STOP = -1;
  * Walks the object that is the whole page: for each member, `value(keyStart, keyEnd, at)` reads or skips
  * its value at `b[at]` and returns the index after it, or STOP. Returns the index after the closing brace.
  * An escaped key could spell a member we read ("r\u006fws"): such pages are left to `JSON.parse`.
+ * `after` resumes a walk that stopped: the index after the value of the member it stopped at.
  */
 export function walkMembers(
   b: Buffer,
   value: (keyStart: number, keyEnd: number, at: number) => number,
+  after?: number,
 ): number {
-  let i = skipWs(b, 0);
-  if (b[i] !== 0x7b) throw BAIL;
-  i = skipWs(b, i + 1);
-  if (b[i] === 0x7d) throw BAIL;
+  let i: number;
+  if (after === undefined) {
+    i = skipWs(b, 0);
+    if (b[i] !== 0x7b) throw BAIL;
+    i = skipWs(b, i + 1);
+    if (b[i] === 0x7d) throw BAIL;
+  } else {
+    i = skipWs(b, after);
+    if (b[i] === 0x7d) return i + 1;
+    if (b[i] !== COMMA) throw BAIL;
+    i = skipWs(b, i + 1);
+  }
   for (;;) {
     if (b[i] !== QUOTE) throw BAIL;
     const ks = i + 1;

@@ -9,6 +9,7 @@ import type { PageRef } from '../core/errors.js';
 import {
   type DecodableFormat,
   type DecodedPage,
+  type DecodeSteps,
   type FastDecoder,
   type FastDecoderOptions,
   FORMATS,
@@ -66,10 +67,9 @@ export class PageDecoder {
     const fast = this.#fast;
     if (fast === undefined) return this.format.reference(body.chunks(), this.plan, where, this.#reference);
     const { body: bytes, pooled } = await body.whole(this.#pool);
-    await decodeTurn();
     try {
       return (
-        fast.decode(bytes, where) ??
+        (await inTurns(fast.decode(bytes, where))) ??
         (await this.format.reference(once(bytes), this.plan, where, this.#reference))
       );
     } finally {
@@ -85,22 +85,37 @@ export class PageDecoder {
 }
 
 /**
- * The turn the latest decode waited for; the next one waits for a turn after it. Module state on purpose:
- * the event loop is the process's, so the turn is too, shared by every stream's decoder (see `decodeTurn`).
+ * Settles when the latest decode started has ended; the next one starts after it. Module state on
+ * purpose: the event loop is the process's, so the lane is too, shared by every stream's decoder.
  */
 let lane: Promise<void> = Promise.resolve();
 
 /**
- * Resolves when a page decode may run: at most one per turn of the event loop, process-wide. A decode is
- * ~20 ms of CPU for a 4 MB page. When many bodies end together (a link shared fairly by many requests
- * ends them all at once) their decodes would otherwise run back to back, in one microtask queue or one
- * batch of immediates, and the requests their slots start (and the sockets' reads) would wait for all of
- * them: 0.55-0.87 s without I/O, of 3.7-4.2 s, on the WAN bench at concurrency 32.
+ * Runs a decode's steps one per turn of the event loop (a macrotask: timers, sockets and other streams'
+ * callbacks run between two steps), and one decode at a time, process-wide. A decode is ~20 ms of CPU for
+ * a 4 MB page: in one go it delayed everything else on the loop by as much (the event-loop delay p99 of a
+ * 500k-row `toTable()` was ~60 ms). One at a time, because when many bodies end together (a link shared
+ * fairly by many requests ends them all at once) their decodes would otherwise run back to back, in one
+ * microtask queue or one batch of immediates, and the requests their slots start (and the sockets' reads)
+ * would wait for all of them: 0.55-0.87 s without I/O, of 3.7-4.2 s, on the WAN bench at concurrency 32.
+ * In turn, the pages of a stream also finish in the order they arrived, the order the stream needs them.
  */
-function decodeTurn(): Promise<void> {
-  const turn = lane.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
-  lane = turn;
-  return turn;
+async function inTurns<T>(steps: DecodeSteps<T>): Promise<T> {
+  const before = lane;
+  let ended!: () => void;
+  lane = new Promise<void>((resolve) => {
+    ended = resolve;
+  });
+  try {
+    await before;
+    for (;;) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      const step = steps.next();
+      if (step.done) return step.value;
+    }
+  } finally {
+    ended();
+  }
 }
 
 async function* once(bytes: Buffer): AsyncGenerator<Buffer> {

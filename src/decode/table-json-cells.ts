@@ -66,8 +66,10 @@ export class PageBuffers {
     readonly rows: number,
   ) {}
 
-  /** Rows decoded, once the row loop has reached the array's end. */
+  /** Rows decoded so far. */
   length = 0;
+  /** Set once the row loop has reached the array's end. */
+  done = false;
 }
 
 /** Doubles every column's room for rows (recycled buffers may already be longer: only those that are not). */

@@ -1,6 +1,6 @@
 /**
  * The envelope of a table-JSON page read from its bytes, never from a parsed page: forward, the members
- * around `rows` for the byte decoder (`pageMembers`, which hands `rows` to the decoder's row loop), and
+ * around `rows` for the byte decoder (`PageMembersWalk`, which leaves `rows` to the decoder's row loop), and
  * for the query's first page the envelope alone (`readTableEnvelope`), read backward from the end so the
  * rows are never walked.
  */
@@ -30,37 +30,74 @@ export interface PageMembers {
 }
 
 /**
- * Walks a whole page forward: `rows(at)` decodes the `rows` array at `b[at]` and returns the index after
- * it; the other members are checked as strictly as `JSON.parse` and `total`, `count`, `start` read. A
- * duplicate of any of them, one missing, or anything after the closing brace declines the page.
+ * Walks a whole page forward in two steps around `rows`, which the decoder reads in between (a slice at
+ * a time, see table-json-fast.ts): `toRows()` walks the members before it and returns where its value
+ * starts, `after(rowsEnd)` walks on from the index after it. The other members are checked as strictly as
+ * `JSON.parse` and `total`, `count`, `start` read. A duplicate of any of them, one missing, or anything
+ * after the closing brace declines the page.
  */
-export function pageMembers(b: Buffer, rows: (at: number) => number): PageMembers {
-  let sawRows = false;
-  const spans: Partial<Record<string, [number, number]>> = {};
-  const end = walkMembers(b, (ks, ke, s) => {
-    const name = ke - ks >= 4 && ke - ks <= 6 ? b.toString('latin1', ks, ke) : '';
+export class PageMembersWalk {
+  readonly #b: Buffer;
+  readonly #spans: Partial<Record<string, [number, number]>> = {};
+  #sawRows = false;
+
+  constructor(b: Buffer) {
+    this.#b = b;
+  }
+
+  /** Where the value of `rows` starts (a page without `rows` is declined). */
+  toRows(): number {
+    let rowsAt = -1;
+    const end = walkMembers(this.#b, (ks, ke, s) => {
+      if (!this.#isRows(ks, ke)) return this.#member(ks, ke, s);
+      this.#sawRows = true;
+      rowsAt = s;
+      return STOP;
+    });
+    if (end !== STOP) throw BAIL;
+    return rowsAt;
+  }
+
+  /** The members, once `rows` has been read up to `rowsEnd` (the index after its closing bracket). */
+  after(rowsEnd: number): PageMembers {
+    const b = this.#b;
+    const end = walkMembers(
+      b,
+      (ks, ke, s) => {
+        if (this.#isRows(ks, ke)) throw BAIL;
+        return this.#member(ks, ke, s);
+      },
+      rowsEnd,
+    );
+    const { total, count, start, fields } = this.#spans;
+    if (skipWs(b, end) !== b.length) throw BAIL;
+    if (!this.#sawRows || !total || !count || !start || !fields) throw BAIL;
+    return { total: integer(b, total), count: integer(b, count), start: integer(b, start), fields };
+  }
+
+  #isRows(ks: number, ke: number): boolean {
+    const b = this.#b;
+    return ke - ks === 4 && b[ks] === 0x72 && b[ks + 1] === 0x6f && b[ks + 2] === 0x77 && b[ks + 3] === 0x73;
+  }
+
+  /** A member other than `rows`: those we read are kept as spans (once each), the others skipped. */
+  #member(ks: number, ke: number, s: number): number {
+    const b = this.#b;
+    const name = ke - ks >= 5 && ke - ks <= 6 ? b.toString('latin1', ks, ke) : '';
     switch (name) {
-      case 'rows':
-        if (sawRows) throw BAIL;
-        sawRows = true;
-        return rows(s);
       case 'total':
       case 'count':
       case 'start':
       case 'fields': {
-        if (spans[name]) throw BAIL;
+        if (this.#spans[name]) throw BAIL;
         const span: [number, number] = [s, skipValue(b, s, 0)];
-        spans[name] = span;
+        this.#spans[name] = span;
         return span[1];
       }
       default:
         return skipValue(b, s, 0);
     }
-  });
-  const { total, count, start, fields } = spans;
-  if (skipWs(b, end) !== b.length) throw BAIL;
-  if (!sawRows || !total || !count || !start || !fields) throw BAIL;
-  return { total: integer(b, total), count: integer(b, count), start: integer(b, start), fields };
+  }
 }
 
 /**

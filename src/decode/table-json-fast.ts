@@ -5,7 +5,8 @@
  * located and read with `JSON.parse` on their slices; `rows` is decoded in place, each value written into
  * its column per the plan: string bytes copied (escapes decoded on the fly), `YYYYMMDD` digits turned
  * into day numbers by arithmetic, numbers parsed from their digits (Clinger's exact fast path, else
- * `Number()` of the literal).
+ * `Number()` of the literal). The rows are decoded a slice at a time (`slices()`): whoever drives the
+ * decode lets the event loop run between slices (page-decoder.ts).
  *
  * The contract is "the same as the reference, or nothing": `decode()` returns `undefined` whenever the
  * page is anything but ordinary (not valid UTF-8, any JSON syntax error, a duplicate member, a row of the
@@ -57,7 +58,7 @@ import {
   PageBuffers,
   utf8Other,
 } from './table-json-cells.js';
-import { pageMembers } from './table-json-envelope.js';
+import { PageMembersWalk } from './table-json-envelope.js';
 
 /** The bytes the hot loops compare with, as local constants: read as imports, they cost ~2 % of decoding. */
 const BACKSLASH = 0x5c;
@@ -84,8 +85,6 @@ export class FastTableDecoder {
   #fields: Buffer | undefined;
   readonly #spare: ColumnBuffers[] = [];
   readonly #bodies: Buffer[] = [];
-  /** The buffers of the page being decoded (returned to `#spare` when it is declined). */
-  #building: ColumnBuffers | undefined;
   /** Per column: string bytes per row seen on the last page (a sizing hint). */
   readonly #bytesPerRow: Float64Array;
 
@@ -103,37 +102,64 @@ export class FastTableDecoder {
 
   /**
    * The page as columns, or `undefined` when it is not an ordinary page (the caller must then use the
-   * reference path, which will produce the same rows or the right error).
+   * reference path, which will produce the same rows or the right error). All at once: see `slices()`.
    */
   decode(body: Buffer, where: PageRef): FastTablePage | undefined {
-    if (this.#kinds.length === 0 || !isUtf8(body)) return undefined;
-    try {
-      return this.#decode(body, where);
-    } catch (error) {
-      if (this.#building && this.#spare.length < MAX_SPARE) this.#spare.push(this.#building);
-      if (error instanceof Bail || error instanceof RangeError || error instanceof SyntaxError)
-        return undefined;
-      throw error;
-    } finally {
-      this.#building = undefined;
+    const steps = this.slices(body, where);
+    for (;;) {
+      const step = steps.next();
+      if (step.done) return step.value;
     }
   }
 
-  #decode(b: Buffer, where: PageRef): FastTablePage {
-    let rows: DecodedColumns | undefined;
-    const members = pageMembers(b, (at) => {
-      const page = this.#rows(b, at, where);
-      rows = page.columns;
-      return page.end;
-    });
-    this.#checkFields(b, members.fields[0], members.fields[1]);
-    return {
-      length: rows!.length,
-      columns: rows!.columns,
-      total: members.total,
-      count: members.count,
-      start: members.start,
-    };
+  /**
+   * `decode()` a slice of rows at a time: the generator yields after each slice of about `SLICE_BYTES`
+   * of the body (~1-2 ms of decoding once warm; a page is ~4.5 MB, 20-30 ms in one go), so its driver can
+   * let the event loop run between slices, and returns what `decode()` returns. Each decode keeps its own
+   * state (its buffers, its lone-surrogate flag), so decodes may interleave, but a decode must be driven
+   * to its end (its buffers go back to the pool only then).
+   */
+  *slices(body: Buffer, where: PageRef): Generator<void, FastTablePage | undefined, void> {
+    if (this.#kinds.length === 0 || !isUtf8(body)) return undefined;
+    let page: PageBuffers | undefined;
+    try {
+      const walk = new PageMembersWalk(body);
+      const at = walk.toRows();
+      if (body[at] !== 0x5b) throw BAIL;
+      page = this.#page(body, where);
+      let i = skipWs(body, at + 1);
+      let lone = false;
+      if (body[i] === 0x5d) i++;
+      else {
+        for (;;) {
+          const from = i;
+          const t0 = performance.now();
+          setLoneSurrogate(false);
+          i = decodeRows(body, i, page, i + sliceBytes);
+          lone ||= loneSurrogate;
+          if (page.done) break;
+          sliceBytes = nextSliceBytes(i - from, performance.now() - t0);
+          yield;
+        }
+      }
+      if (lone && this.#exactStrings) throw BAIL;
+      const members = walk.after(i);
+      this.#checkFields(body, members.fields[0], members.fields[1]);
+      const r = page.length;
+      if (r > 0) {
+        for (let j = 0; j < this.#kinds.length; j++)
+          if (this.#kinds[j] === UTF8) this.#bytesPerRow[j] = page.strPos[j]! / r;
+      }
+      const { columns } = this.#columns(r, page.f64, page.i32, page.u8, page.valid, page.dicts);
+      return { length: r, columns, total: members.total, count: members.count, start: members.start };
+    } catch (error) {
+      if (page && this.#spare.length < MAX_SPARE) {
+        this.#spare.push({ f64: page.f64, i32: page.i32, u8: page.u8, valid: page.valid });
+      }
+      if (error instanceof Bail || error instanceof RangeError || error instanceof SyntaxError)
+        return undefined;
+      throw error;
+    }
   }
 
   /** The page's `fields` must be descriptors with the plan's ids, in order; unchanged bytes pass at once. */
@@ -150,9 +176,8 @@ export class FastTableDecoder {
     this.#fields = Buffer.from(slice);
   }
 
-  /** Decodes the `rows` array at `b[i]` into columns; `end` is the index after it. */
-  #rows(b: Buffer, i: number, where: PageRef): { columns: DecodedColumns; end: number } {
-    if (b[i] !== 0x5b) throw BAIL;
+  /** The buffers to decode the rows of body `b` into: spare ones where they are large enough. */
+  #page(b: Buffer, where: PageRef): PageBuffers {
     const kinds = this.#kinds;
     const width = kinds.length;
     const cap = Math.max(16, Math.min(where.limit, 16_384));
@@ -182,12 +207,11 @@ export class FastTableDecoder {
       valid.push(k === BOOLEAN || k === DICT ? EMPTY_U8 : reuse(spare?.valid[j], cap, Uint8Array));
       dicts.push(k === DICT ? new ByteDictionary() : EMPTY_DICT);
     }
-    this.#building = { f64, i32, u8, valid };
     // Filled by push like the arrays above: an array made by `map` got another hidden class on some
     // pages, and every such page threw the optimized decoder away ("wrong map" deopts).
     const views: DataView[] = [];
     for (const a of u8) views.push(new DataView(a.buffer, a.byteOffset, a.byteLength));
-    const page = new PageBuffers(
+    return new PageBuffers(
       kinds,
       cap,
       f64,
@@ -200,14 +224,6 @@ export class FastTableDecoder {
       new DataView(b.buffer, b.byteOffset, b.byteLength),
       where.limit,
     );
-    setLoneSurrogate(false);
-    i = skipWs(b, i + 1);
-    if (b[i] === 0x5d) return { columns: this.#columns(0, f64, i32, u8, valid, dicts), end: i + 1 };
-    const end = decodeRows(b, i, page);
-    const r = page.length;
-    if (loneSurrogate && this.#exactStrings) throw BAIL;
-    for (let j = 0; j < width; j++) if (kinds[j] === UTF8) this.#bytesPerRow[j] = page.strPos[j]! / r;
-    return { columns: this.#columns(r, f64, i32, u8, valid, dicts), end };
   }
 
   /**
@@ -269,15 +285,16 @@ export class FastTableDecoder {
  */
 
 /**
- * Decodes the rows from `b[i]` (the first row's `[`) to the array's `]`; returns the number of rows and
- * leaves the number of rows in `page.length`.
+ * Decodes rows from `b[i]` (a row's `[`) until the array's `]` (then `page.done` is set and the index
+ * after it returned) or until the first row to end at or past `stop` (then the index of the next row's `[`
+ * is returned, to resume from). `page.length` counts the rows decoded so far.
  */
-function decodeRows(b: Buffer, i: number, page: PageBuffers): number {
+function decodeRows(b: Buffer, i: number, page: PageBuffers, stop: number): number {
   const { kinds, f64, i32, u8, valid, dicts, views, strPos } = page;
   const bodyView = page.body;
   const width = kinds.length;
   const n = b.length;
-  let r = 0;
+  let r = page.length;
   for (;;) {
     if (b[i] !== 0x5b) throw BAIL;
     if (r === page.cap) growRows(page, r);
@@ -297,24 +314,24 @@ function decodeRows(b: Buffer, i: number, page: PageBuffers): number {
           }
           // One pass: scan, copy and decode escapes together. No escape decodes to more bytes than it
           // takes, so the output never runs ahead of the input: while `i < stop` there is room for
-          // the next byte (`stop` also ends at the body's end); an escape checks for its 4 bytes.
+          // the next byte (`room` also ends at the body's end); an escape checks for its 4 bytes.
           let out = u8[j]!;
           let outView = views[j]!;
           let o = strPos[j]!;
           i++;
-          let stop = Math.min(n, i + (out.length - o));
+          let room = Math.min(n, i + (out.length - o));
           for (;;) {
             // Four bytes at a time while none of them is a quote, a backslash or a control character
             // (SWAR: a byte's high bit survives `(x - 0x01) & ~x` only when x was 0). The lowest
             // flagged byte is always a real one (false alarms only sit above it, from the borrow), so
             // the bytes before it are kept and the byte path below starts right at it.
-            while (i + 4 <= stop) {
+            while (i + 4 <= room) {
               const v = bodyView.getInt32(i, true);
               const q = v ^ 0x22222222;
               const e = v ^ 0x5c5c5c5c;
               const special =
                 (((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e) | ((v - 0x20202020) & ~v)) & 0x80808080;
-              // All four are written (`stop` leaves room); only those before a special byte count.
+              // All four are written (`room` leaves room); only those before a special byte count.
               outView.setInt32(o, v, true);
               if (special !== 0) {
                 const k = (31 - Math.clz32(special & -special)) >> 3;
@@ -325,11 +342,11 @@ function decodeRows(b: Buffer, i: number, page: PageBuffers): number {
               i += 4;
               o += 4;
             }
-            if (i >= stop) {
+            if (i >= room) {
               if (i >= n) throw BAIL;
               out = growString(page, j, o, r);
               outView = views[j]!;
-              stop = Math.min(n, i + (out.length - o));
+              room = Math.min(n, i + (out.length - o));
             }
             c = b[i]!;
             if (c === QUOTE) break;
@@ -337,7 +354,7 @@ function decodeRows(b: Buffer, i: number, page: PageBuffers): number {
               if (o + 4 > out.length) {
                 out = growString(page, j, o, r);
                 outView = views[j]!;
-                stop = Math.min(n, i + (out.length - o));
+                room = Math.min(n, i + (out.length - o));
               }
               const from = o;
               o = escapeInto(b, i, out, o);
@@ -383,18 +400,41 @@ function decodeRows(b: Buffer, i: number, page: PageBuffers): number {
     i++;
     r++;
     i = skipWs(b, i);
-    // Both tests (and the `+ 1`) on every row: the loop is often compiled in the middle of the first
-    // page, and an operation first made at its last row would throw that code away there.
+    // Both tests (and the `+ 1`, and both stores) on every row: the loop is often compiled in the middle
+    // of the first page, and an operation first made at its last row (or at a slice's) would throw that
+    // code away there. Made only at the page's end, `page.done = true` did so on every 10th page or so.
     const c = b[i];
     const more = c === COMMA;
     const end = c === 0x5d;
     const after = i + 1;
-    if (more) i = skipWs(b, after);
-    else if (end) {
-      page.length = r;
-      return after;
-    } else throw BAIL;
+    page.length = r;
+    page.done = end;
+    if (more) {
+      i = skipWs(b, after);
+      if (i >= stop) return i;
+    } else if (end) return after;
+    else throw BAIL;
   }
+}
+
+/**
+ * Most body bytes per slice of `slices()`: ~1-2 ms of decoding once the row loop is compiled. Each slice's
+ * end costs a turn of the event loop (~tens of µs).
+ */
+const SLICE_BYTES = 256 * 1024;
+/** What a slice should take at most; slices are made smaller while the code is slower than that. */
+const SLICE_MS = 3;
+
+/**
+ * Bytes of the next slice, of any decoder: module state on purpose, since what it tracks (whether the row
+ * loop is compiled yet) is the process's. It starts small: the first pages of a process run the loop
+ * before it is compiled, 10-40 ms per 256 kB.
+ */
+let sliceBytes = 32 * 1024;
+
+/** The bytes of the next slice after one of `bytes` took `ms`: as many as fit in `SLICE_MS`, at most 256 kB. */
+function nextSliceBytes(bytes: number, ms: number): number {
+  return Math.max(16 * 1024, Math.min(SLICE_BYTES, Math.floor((bytes * SLICE_MS) / Math.max(ms, 0.1))));
 }
 
 /** Spare page buffers kept per decoder (pages in the window are decoded into fresh ones beyond this). */
