@@ -6,8 +6,8 @@
 //                       datetime), the object filled key by key. What a hand-written client does.
 //   factory             JSON.parse, then the library's per-schema row constructor (makeRowFactory).
 //   decoder + factory   the byte decoder (exact strings), then row objects straight from its columns
-//                       (makeColumnRowFactory): what CSV pages take for `output: 'rows'`.
-//   row decoder         row objects straight from the bytes (FastRowDecoder): what table JSON takes.
+//                       (makeColumnRowFactory): what `stream({ output: 'rows' })` runs per page.
+//   row decoder         row objects straight from the bytes (FastRowDecoder): what `toArray()` runs.
 // And the construction step alone, on pages parsed beforehand: naive loop vs factory.
 import { parseArgs } from 'node:util';
 import { makeColumnRowFactory, makeRowFactory, planColumns } from '../dist/convert/index.js';
