@@ -38,7 +38,7 @@ import {
   setLoneSurrogate,
   skipWs,
 } from './json-scan.js';
-import { BOOLEAN, DATE, DATETIME, DICT, kindCode, NUMBER } from './page-columns.js';
+import { BOOLEAN, DATE, DATETIME, DICT, kindCode, NUMBER, UTF8 } from './page-columns.js';
 import { PageFields, pageMembers } from './table-json-envelope.js';
 
 /** The bytes the hot loops compare with, as local constants (read as imports they cost a few %). */
@@ -89,10 +89,12 @@ export class FastRowDecoder {
     this.#dicts = [];
     const makers = plan.map((c) => {
       const kind = kindCode(c);
-      if (kind !== DICT) return maker(kind, options.dates ?? 'date');
+      if (kind !== DICT && kind !== UTF8) return maker(kind, options.dates ?? 'date');
       const cache = new StringCache();
       this.#dicts.push(cache);
-      return (b: Buffer, s: Cursor) => dictString(b, s, cache);
+      return kind === DICT
+        ? (b: Buffer, s: Cursor) => dictString(b, s, cache)
+        : (b: Buffer, s: Cursor) => shortShared(b, s, cache);
     });
     this.#loop = plan.length === 0 ? undefined : rowLoop(plan, makers);
   }
@@ -363,13 +365,48 @@ function otherText(b: Buffer, s: Cursor, c: number | undefined): string | null {
 class StringCache {
   dict = new ByteDictionary();
   strings: string[] = [];
+  /** Values looked up in the page's cache that were already in it, and that were not. */
+  hits = 0;
+  misses = 0;
 
   reset(): void {
+    this.hits = 0;
+    this.misses = 0;
     if (this.dict.count > 0) {
       this.dict = new ByteDictionary();
       this.strings = [];
     }
   }
+}
+
+/** Strings up to this many bytes are shared when they repeat on a page (see `shortShared`). */
+const SHORT = 32;
+
+/**
+ * A plain `string` cell whose short values are shared when they repeat on the page (a category, a city):
+ * `toArray()` keeps every row, and a repeated value kept once is memory the GC neither copies nor marks
+ * again. A column whose short values mostly differ (ids) stops being looked up for the rest of the page.
+ */
+function shortShared(b: Buffer, s: Cursor, cache: StringCache): string | null {
+  const c = at(b, s);
+  if (c !== QUOTE) return otherText(b, s, c);
+  const start = s.i + 1;
+  const end = plainEnd(b, s.view, start);
+  if (b[end] !== QUOTE) return escapedText(b, s, start);
+  s.i = end + 1;
+  if (end - start > SHORT || (cache.misses > 256 && cache.misses > 2 * cache.hits)) {
+    return (b as Slicing).utf8Slice(start, end);
+  }
+  const id = cache.dict.id(b, start, end);
+  const strings = cache.strings;
+  if (id < strings.length) {
+    cache.hits++;
+    return strings[id]!;
+  }
+  cache.misses++;
+  const text = (b as Slicing).utf8Slice(start, end);
+  strings.push(text);
+  return text;
 }
 
 /** A dictionary `string` cell: as `stringValue`, a plain literal's string taken from the page's cache. */
