@@ -7,11 +7,13 @@
 //   factory             JSON.parse, then the library's per-schema row constructor (makeRowFactory).
 //   decoder + factory   the byte decoder (exact strings), then row objects straight from its columns
 //                       (makeColumnRowFactory): what `stream({ output: 'rows' })` runs per page.
+//   row decoder         row objects straight from the bytes (FastRowDecoder): what `toArray()` runs.
 // And the construction step alone, on pages parsed beforehand: naive loop vs factory.
 import { parseArgs } from 'node:util';
 import { makeColumnRowFactory, makeRowFactory, planColumns } from '../dist/convert/index.js';
 import { parseTablePage } from '../dist/decode/index.js';
 import { FastTableDecoder } from '../dist/decode/table-json-fast.js';
+import { FastRowDecoder } from '../dist/decode/table-json-rows.js';
 import { emulatorPages, naiveRowMaker } from './shared.js';
 
 const { values } = parseArgs({
@@ -61,6 +63,10 @@ const cases = {
       sink += out.length;
       decoder.recycle(page);
     }
+  },
+  'row decoder': () => {
+    const decoder = new FastRowDecoder(plan);
+    for (const { buf, where } of pages) sink += decoder.decode(buf, where).objects.length;
   },
 };
 // The construction step alone, on rows parsed beforehand.

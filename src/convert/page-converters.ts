@@ -6,7 +6,7 @@
 import type { RecordBatch } from 'apache-arrow';
 import { RecordBatchBuilder } from './batch-builder.js';
 import type { DecodedColumns } from './column-data.js';
-import { type ConvertiblePage, partLength } from './page-parts.js';
+import { type ConvertiblePage, isDecodedColumns, type MadeRows, partLength } from './page-parts.js';
 import type { ColumnPlan } from './plan.js';
 import { makeColumnRowFactory, makeRowFactory } from './row-factory.js';
 
@@ -53,6 +53,8 @@ export function arrowConverter(
       let first = range.start; // result position of the part's first row
       for (const part of page.parts) {
         const n = partLength(part);
+        // Row objects are made only for `output: 'rows'` (the engine asks a decoder for them).
+        if (isMadeRows(part)) throw new TypeError('row objects cannot be appended to Arrow batches');
         // The common case (a decoded page that is exactly one batch): its buffers become the batch's.
         if (!Array.isArray(part) && builder.length === 0 && n === batchSize) {
           out.push(builder.adoptDecoded(part));
@@ -84,7 +86,8 @@ export function arrowConverter(
  * Row objects. Wire rows are converted at once (an invalid value fails the page before any of its rows is
  * emitted). Decoded columns cannot fail: their objects are made a slice at a time as the consumer reads,
  * so a page's worth of objects is never alive at once (they would outlive the young generation and make
- * the GC copy them).
+ * the GC copy them). Row objects a decoder made from the bytes (table JSON) are emitted as they are, a
+ * page in one group.
  */
 export function rowConverter(
   plan: ColumnPlan[],
@@ -105,7 +108,8 @@ export function rowConverter(
           const out: Chunk[] = new Array(part.length);
           for (let i = 0; i < part.length; i++) out[i] = make(part[i]!, first + i, range);
           jobs.push(out);
-        } else jobs.push(part);
+        } else if (isMadeRows(part)) jobs.push(part.objects);
+        else jobs.push(part);
         first += partLength(part);
       }
       return (function* () {
@@ -128,4 +132,8 @@ export function rowConverter(
       return undefined;
     },
   };
+}
+
+function isMadeRows(part: ConvertiblePage['parts'][number]): part is MadeRows {
+  return !Array.isArray(part) && !isDecodedColumns(part);
 }

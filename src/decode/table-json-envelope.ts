@@ -101,6 +101,42 @@ export class PageMembersWalk {
 }
 
 /**
+ * The members of page `b` in one go: `readRows` reads the `rows` array at the index it is given and
+ * returns the index after it (for a decoder that reads the rows in one step; `PageMembersWalk` otherwise).
+ */
+export function pageMembers(b: Buffer, readRows: (at: number) => number): PageMembers {
+  const walk = new PageMembersWalk(b);
+  return walk.after(readRows(walk.toRows()));
+}
+
+/**
+ * The check of a page's `fields`: descriptors with the plan's ids, in order. A decoder keeps one per stream
+ * and remembers the last bytes that passed, so the next pages' (the same bytes) pass at once.
+ */
+export class PageFields {
+  readonly #ids: readonly string[];
+  #passed: Buffer | undefined;
+
+  constructor(ids: readonly string[]) {
+    this.#ids = ids;
+  }
+
+  /** Declines (`BAIL`) unless `b[s, e)` is such an array. */
+  check(b: Buffer, s: number, e: number): void {
+    const slice = b.subarray(s, e);
+    if (this.#passed?.equals(slice)) return;
+    const fields: unknown = JSON.parse(slice.toString('utf8'));
+    if (!Array.isArray(fields) || fields.length !== this.#ids.length) throw BAIL;
+    for (let j = 0; j < fields.length; j++) {
+      const f: unknown = fields[j];
+      if (typeof f !== 'object' || f === null || Array.isArray(f)) throw BAIL;
+      if ((f as { id?: unknown }).id !== this.#ids[j]) throw BAIL;
+    }
+    this.#passed = Buffer.from(slice);
+  }
+}
+
+/**
  * A page's envelope read from its bytes, its rows never read: the query's first page (up to 10,000 rows,
  * read for its descriptors) is then decoded once, by the stream's decoder. The members before `rows` are
  * walked forward and those after it (`fields` comes after `rows` in the service's pages) backward from the

@@ -23,6 +23,7 @@ import { isUtf8 } from 'node:buffer';
 import type { DecodedColumn, DecodedColumns } from '../convert/column-data.js';
 import type { ColumnPlan } from '../convert/plan.js';
 import type { PageRef } from '../core/errors.js';
+import { BodyBuffers } from './body-buffers.js';
 import { ByteDictionary, EMPTY_DICT } from './byte-dictionary.js';
 import {
   BAIL,
@@ -58,7 +59,7 @@ import {
   PageBuffers,
   utf8Other,
 } from './table-json-cells.js';
-import { PageMembersWalk } from './table-json-envelope.js';
+import { PageFields, PageMembersWalk } from './table-json-envelope.js';
 
 /** The bytes the hot loops compare with, as local constants: read as imports, they cost ~2 % of decoding. */
 const BACKSLASH = 0x5c;
@@ -80,11 +81,10 @@ export interface FastTablePage extends DecodedColumns {
  */
 export class FastTableDecoder {
   readonly #kinds: Int8Array;
-  readonly #ids: readonly string[];
   readonly #exactStrings: boolean;
-  #fields: Buffer | undefined;
+  readonly #fields: PageFields;
   readonly #spare: ColumnBuffers[] = [];
-  readonly #bodies: Buffer[] = [];
+  readonly #bodies = new BodyBuffers();
   /** Per column: string bytes per row seen on the last page (a sizing hint). */
   readonly #bytesPerRow: Float64Array;
 
@@ -96,7 +96,7 @@ export class FastTableDecoder {
   constructor(plan: readonly ColumnPlan[], options: { readonly strings?: 'utf8' | 'exact' } = {}) {
     this.#exactStrings = options.strings === 'exact';
     this.#kinds = Int8Array.from(plan, kindCode);
-    this.#ids = plan.map((c) => c.id);
+    this.#fields = new PageFields(plan.map((c) => c.id));
     this.#bytesPerRow = new Float64Array(plan.length).fill(32);
   }
 
@@ -144,7 +144,7 @@ export class FastTableDecoder {
       }
       if (lone && this.#exactStrings) throw BAIL;
       const members = walk.after(i);
-      this.#checkFields(body, members.fields[0], members.fields[1]);
+      this.#fields.check(body, members.fields[0], members.fields[1]);
       const r = page.length;
       if (r > 0) {
         for (let j = 0; j < this.#kinds.length; j++)
@@ -160,20 +160,6 @@ export class FastTableDecoder {
         return undefined;
       throw error;
     }
-  }
-
-  /** The page's `fields` must be descriptors with the plan's ids, in order; unchanged bytes pass at once. */
-  #checkFields(b: Buffer, s: number, e: number): void {
-    const slice = b.subarray(s, e);
-    if (this.#fields?.equals(slice)) return;
-    const fields: unknown = JSON.parse(slice.toString('utf8'));
-    if (!Array.isArray(fields) || fields.length !== this.#ids.length) throw BAIL;
-    for (let j = 0; j < fields.length; j++) {
-      const f: unknown = fields[j];
-      if (typeof f !== 'object' || f === null || Array.isArray(f)) throw BAIL;
-      if ((f as { id?: unknown }).id !== this.#ids[j]) throw BAIL;
-    }
-    this.#fields = Buffer.from(slice);
   }
 
   /** The buffers to decode the rows of body `b` into: spare ones where they are large enough. */
@@ -252,14 +238,12 @@ export class FastTableDecoder {
 
   /** A buffer for a page body of `size` bytes, from the spare ones when possible; see `releaseBody()`. */
   bodyBuffer(size: number): Buffer {
-    const k = this.#bodies.findIndex((b) => b.length >= size && b.length <= 2 * size);
-    if (k >= 0) return this.#bodies.splice(k, 1)[0]!;
-    return Buffer.allocUnsafeSlow(Math.ceil(size * 1.125));
+    return this.#bodies.take(size);
   }
 
   /** Gives back a buffer from `bodyBuffer()` once nothing reads it any more. */
   releaseBody(buffer: Buffer): void {
-    if (this.#bodies.length < MAX_SPARE) this.#bodies.push(buffer);
+    this.#bodies.release(buffer);
   }
 
   #columns(

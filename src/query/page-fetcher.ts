@@ -5,7 +5,7 @@
  */
 
 import { channel } from 'node:diagnostics_channel';
-import { type PagePart, partLength } from '../convert/page-parts.js';
+import { isDecodedColumns, type PagePart, partLength } from '../convert/page-parts.js';
 import { atPage, DqsError, KNOWN_QUERY_STATES, ProtocolError, QueryFailedError } from '../core/errors.js';
 import type { BodyPool, PageBody, PageDecoder } from '../decode/index.js';
 import { contentLength, countBody } from '../transport/body.js';
@@ -120,7 +120,7 @@ async function fetchPiece(
       signal,
       // The slower answer of a hedged request: its decoded columns go back to the decoder.
       (dropped) => {
-        if (!Array.isArray(dropped.part)) ctx.decoder.recycle(dropped.part);
+        if (isDecodedColumns(dropped.part)) ctx.decoder.recycle(dropped.part);
       },
     );
     ctx.hedge.record(performance.now() - sentAt);

@@ -165,15 +165,16 @@ export class ResultStream extends Readable {
   }
 
   /**
-   * @internal The engine's chunks a group at a time (a page's batch, a slice of row objects), without the
-   * Readable's step per chunk: `toArray()` takes whole groups. The stream must not be read
-   * otherwise as well. Ends (or fails) the stream with the groups.
+   * @internal The engine's chunks a group at a time (a page's batch, a page of row objects), without the
+   * Readable's step per chunk: `toArray()` takes whole groups, and keeps every row (so row objects are
+   * made as pages are decoded, see `PageEngine`). The stream must not be read otherwise as well. Ends
+   * (or fails) the stream with the groups.
    */
   async *groups(): AsyncGenerator<readonly Chunk[], void, undefined> {
     // A failure reaches the caller as this generator's throw; the stream's 'error' event, which nobody
     // else listens to here, must not become an unhandled error.
     this.on('error', () => {});
-    this.#chunks ??= this.#run();
+    this.#chunks ??= this.#run(true);
     let ended = false;
     try {
       for (;;) {
@@ -259,8 +260,11 @@ export class ResultStream extends Readable {
     callback(error);
   }
 
-  /** Resolves the query, then yields the engine's chunks page by page, in row order. */
-  async *#run(): AsyncGenerator<Chunk[], void, undefined> {
+  /**
+   * Resolves the query, then yields the engine's chunks page by page, in row order. `keepsRows`: the
+   * consumer (`groups()`, for `toArray()`) keeps every row (see `PageEngine`).
+   */
+  async *#run(keepsRows = false): AsyncGenerator<Chunk[], void, undefined> {
     const signal = this.#abort.signal;
     const source = await this.#resolve(signal);
     this.#source = source;
@@ -284,6 +288,7 @@ export class ResultStream extends Readable {
       signal,
       this.#hedge,
       read ? read.pages(fetchPage) : fetchPage,
+      keepsRows,
     );
     this.#engine = engine;
     yield* engine.chunks();
