@@ -84,15 +84,19 @@ const contenders = {
     });
     // When the first data byte came (the headers of the first GET that asks for more than a row),
     // from when the POST was sent: the bound is 2 RTT + the server's time for that page.
+    // Also from when the POST was answered: what the client itself adds is the time after that.
     let postAt;
+    let postAnsweredAt;
     let firstData;
     subscribe('undici:request:create', ({ request }) => {
       if (request.method === 'POST' && postAt === undefined) postAt = performance.now();
     });
     subscribe('undici:request:headers', ({ request }) => {
+      if (request.method === 'POST' && postAnsweredAt === undefined) postAnsweredAt = performance.now();
       const limit = Number(/[?&]limit=(\d+)/.exec(request.path)?.[1] ?? 0);
       if (firstData === undefined && request.method === 'GET' && limit > 1 && postAt !== undefined) {
-        firstData = { afterPostMs: performance.now() - postAt, rows: limit };
+        const now = performance.now();
+        firstData = { afterPostMs: now - postAt, afterAnswerMs: now - postAnsweredAt, rows: limit };
       }
     });
     try {

@@ -387,8 +387,11 @@ for (const scenario of selected) {
     const first = ok.filter((x) => x.firstData).map((x) => x.firstData);
     if (first.length) {
       const after = median(first.map((f) => f.afterPostMs));
+      const afterAnswer = median(first.map((f) => f.afterAnswerMs));
+      const rtt = scenario.emulator.latencyMs ?? 0;
+      const pageMs = (scenario.emulator.pageTimeMs ?? 0) + first[0].rows * (scenario.emulator.rowTimeMs ?? 0);
       notes.push(
-        `first data byte ${after.toFixed(0)} ms after the POST was sent (2 RTT + first page's server time: ${(2 * (scenario.emulator.latencyMs ?? 0) + (scenario.emulator.pageTimeMs ?? 0) + first[0].rows * (scenario.emulator.rowTimeMs ?? 0)).toFixed(0)} ms, + ${scenario.emulator.latencyMs ?? 0} per new connection)`,
+        `first data byte ${after.toFixed(0)} ms after the POST was sent (bound: 2 RTT + the first page's server time = ${(2 * rtt + pageMs).toFixed(0)} ms, + ${rtt} per new connection, + the emulator's work on the POST), ${afterAnswer.toFixed(0)} ms after it was answered (1 RTT + that page: ${(rtt + pageMs).toFixed(0)} ms)`,
       );
     }
     const time =
