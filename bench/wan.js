@@ -78,20 +78,20 @@ const SCENARIOS = [
   // Other shapes than the bench's own (a default must hold for them): narrower rows, a service that
   // spends ten times as long per row, a link ten times slower.
   {
-    name: 'wan, narrower rows (app_reviews, 165 bytes a row)',
+    name: 'wan with narrower rows (app_reviews, 165 bytes a row)',
     emulator: WAN,
     dataset: 'app_reviews',
     rows: ROWS,
     contenders: [DEFAULTS, NAIVE],
   },
   {
-    name: 'wan, 10x the service time per row',
+    name: 'wan with 10x the service time per row',
     emulator: { ...WAN, rowTimeMs: 0.2 },
     rows: ROWS,
     contenders: [DEFAULTS, NAIVE],
   },
   {
-    name: 'wan, a link 10x slower (10 MB/s)',
+    name: 'wan with a link 10x slower (10 MB/s)',
     emulator: { ...WAN, connectionBytesPerSecond: 2.5e6, totalBytesPerSecond: 10e6 },
     rows: quick ? 20_000 : 100_000,
     contenders: [DEFAULTS, NAIVE],

@@ -168,9 +168,13 @@ describe("page size from the service's cost per row", () => {
   }
 
   it('smaller pages where the service spends time per row, the byte target where rows cost nothing', () => {
-    // The WAN bench's service: 70 ms a request (round trip included), 0.02 ms a row: 7,000 rows by the
-    // rule, made a halving of the byte target (stable page boundaries from run to run).
-    expect(sizedBy(70, 0.02)).toBe(5000);
+    // The WAN bench's service: 70 ms a request (round trip included), 0.02 ms a row: its rows wait 2.9x
+    // the fixed cost on a byte-target page, not enough to pay for more requests: the byte target stays.
+    expect(sizedBy(70, 0.02)).toBe(10_000);
+    // Rows that dominate (0.05 ms a row: 7x): 2,800 rows by the rule, made the smallest halving of the
+    // byte target that holds them (stable page boundaries from run to run), at most a quarter of it.
+    expect(sizedBy(70, 0.05)).toBe(5000);
+    expect(sizedBy(300, 0.2)).toBe(5000);
     // Ten times the cost per row: 700 rows by the rule, but at most 4x smaller than the byte target (a
     // service slowed by the load of the bigger pages, sent together, looks dearer per row than it is).
     expect(sizedBy(70, 0.2)).toBe(3000); // 10,000 / 4, rounded to a thousand rows
@@ -183,28 +187,28 @@ describe("page size from the service's cost per row", () => {
     // page; the byte target stays.
     expect(sizedBy(2, 0.0002)).toBe(10_000);
     // Stalls on some answers of the far service do not make its rows look dearer than they are.
-    expect(sizedBy(70, 0.02, [0, 150, 90])).toBe(5000);
+    expect(sizedBy(70, 0.2, [0, 150, 90])).toBe(3000);
   });
 
   it('decides once, after three answers of a size at least twice the first, as they come', () => {
     const plan = new PagePlan(1, 500_000, 10_000, sizing);
     plan.learn(page(1000));
-    plan.answered(1000, 90);
-    plan.answered(10_000, 270);
-    plan.answered(10_000, 270);
+    plan.answered(1000, 270);
+    plan.answered(10_000, 2070);
+    plan.answered(10_000, 2070);
     expect(plan.pageSize).toBe(10_000);
-    plan.answered(10_000, 270);
-    expect(plan.pageSize).toBe(5000);
+    plan.answered(10_000, 2070);
+    expect(plan.pageSize).toBe(3000);
     // Later answers (of the smaller pages, slower or not) change nothing.
-    for (let i = 0; i < 3; i++) plan.answered(5000, 500);
-    expect(plan.pageSize).toBe(5000);
+    for (let i = 0; i < 3; i++) plan.answered(3000, 5000);
+    expect(plan.pageSize).toBe(3000);
   });
 
   it('a fixed pageSize is never resized', () => {
     const plan = new PagePlan(1, 500_000, 10_000);
     plan.learn(page(1000));
-    plan.answered(1000, 90);
-    for (let i = 0; i < 3; i++) plan.answered(10_000, 270);
+    plan.answered(1000, 270);
+    for (let i = 0; i < 3; i++) plan.answered(10_000, 2070);
     expect(plan.pageSize).toBe(10_000);
   });
 });

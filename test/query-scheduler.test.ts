@@ -45,9 +45,10 @@ describe('RequestScheduler', () => {
     // Five pages end while the 7th request's refusal is on its way back: 3 on the wire, 8 slots held.
     for (const end of ended.slice(0, 5)) end();
     now += 100;
+    // The 8 went out together: the service saw them in any order, so a refusal says 8 were on the wire
+    // (not 3, as when it arrived), and a second one of the same burst 7: it accepts 6.
     permits[6]!.congested('throttled');
-    expect(scheduler.limit).toBe(6); // sent 7th: the service accepts 6 (not 3 - 1 = 2)
-    // The 8th's refusal, sent before the cut, arrives next: no deeper cut.
+    expect(scheduler.limit).toBe(7);
     permits[7]!.congested('throttled');
     expect(scheduler.limit).toBe(6);
     // A page waiting out its Retry-After holds its slot but is not on the wire: a request sent then
@@ -62,6 +63,22 @@ describe('RequestScheduler', () => {
     again();
     for (const p of permits) p.release();
     expect(scheduler.active).toBe(0);
+  });
+
+  it('requests sent together are one level: the second one sent, refused, does not cut the limit to 1', async () => {
+    // Regression: each request on a connection of its own (new ones a round trip later), the service saw
+    // the 8 of a burst in any order and refused the 2nd one sent; judged by its send order (2 on the
+    // wire), the limit went to 1 under a cap of 6 (a 500k-row read took 17 s instead of 5).
+    let now = 0;
+    const scheduler = new RequestScheduler(new AdaptiveConcurrency({ initial: 8 }), () => now);
+    const permits = await Promise.all(Array.from({ length: 8 }, () => scheduler.acquire()));
+    const ended = permits.map((p) => p.sending());
+    now += 80;
+    permits[1]!.congested('throttled');
+    permits[4]!.congested('throttled');
+    expect(scheduler.limit).toBe(6);
+    for (const end of ended) end();
+    for (const p of permits) p.release();
   });
 
   it('a request sent again after pushback waits for room on the wire, first come first served', async () => {

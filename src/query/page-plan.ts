@@ -176,10 +176,13 @@ export class PagePlan {
  * the service's fixed share (round trip and per-request work): where the service spends time per row,
  * a bigger page makes every page wait longer for its first byte (bytes in flight must cover that wait,
  * and pages sent together end together), while smaller pages cost requests; where rows cost nearly
- * nothing, the byte target decides alone. On the WAN bench (70 ms fixed, 0.02 ms a row) this is 7,000
- * rows; with ten times the cost per row, a quarter of the byte target (MAX_COST_CUT).
+ * nothing, the byte target decides alone. Applied only where the rows dominate (ROWS_DOMINATE): on the
+ * WAN bench (70 ms fixed, 0.02 ms a row: 200 ms for a 10,000-row page's rows) the byte target stays; with
+ * ten times the cost per row, 700 rows by this rule, a quarter of the byte target (MAX_COST_CUT).
  */
 const ROW_SHARE = 2;
+/** Pages are made smaller only where a byte-target page's rows wait this many times its fixed cost. */
+const ROWS_DOMINATE = 4;
 /**
  * Pages are made smaller than the byte target only when its rows wait this long for the service: the
  * WAN bench's 10,000-row pages wait 200 ms for theirs, a loopback emulator's 27,000-row pages 5 ms.
@@ -222,6 +225,10 @@ export class ServiceCost {
     // Rows whose wait is small whatever their number (a near service, a cached result: a few ms for a
     // byte-target page on loopback, where the emulator builds pages as it answers): the byte target decides.
     if (!(perRow > 0) || !(fixed > 0) || byteRows * perRow < MIN_ROW_WAIT_MS) return undefined;
+    // Nor unless the rows dominate a byte-target page's wait: smaller pages cost requests, which a
+    // service that meters them (20 a minute on the WAN bench) refuses sooner, and on the WAN bench's
+    // service (its rows 2.9x the fixed cost) 5,000-row pages were no faster than 10,000-row ones.
+    if (byteRows * perRow < ROWS_DOMINATE * fixed) return undefined;
     return Math.round((ROW_SHARE * fixed) / perRow / 1000) * 1000;
   }
 }
