@@ -64,8 +64,8 @@ describe('page decoding in slices', () => {
     decoding = false;
     expect(Array.isArray(decoded.part)).toBe(false); // the fast decoder's columns, not the reference's rows
     expect(decoded.envelope?.count).toBe(ROWS);
-    // ~4 MB in slices of 256 kB: more than a dozen turns; in one go it was 1 or 2.
-    expect(turns).toBeGreaterThan(8);
+    // ~4 MB in slices of at most 1 MB: at least 4 turns; in one go it was 1 or 2.
+    expect(turns).toBeGreaterThan(3);
   });
 
   it('gives the same columns decoded in slices as the reference, and decodes may interleave', async () => {
@@ -92,7 +92,7 @@ describe('page decoding in slices', () => {
       if (!rb?.done) rb = b.next();
       steps++;
     }
-    expect(steps).toBeGreaterThan(8);
+    expect(steps).toBeGreaterThan(3);
     const [pa, pb] = [ra.value, rb.value] as (typeof one)[];
     expect(pa!.columns[0]).not.toBe(pb!.columns[0]);
     expect(ipcOf(plan, pa!).equals(expected)).toBe(true);
