@@ -13,7 +13,9 @@
  *        was not busy (event loop < 85 %): as TCP grows only a window that limits the sender (RFC 7661),
  *        since when pages wait for the consumer or the CPU, a faster round is the client warming up, not the
  *        link, and on loopback growing on it put 16-32 pages in flight that then waited to be decoded; after
- *        one round without that gain, settle on the bandwidth-delay product measured so far;
+ *        one round without that gain, settle on the bandwidth-delay product measured so far. On a far
+ *        service each answered request also lets one more go (`answered`, TCP's per-ACK growth), up to
+ *        the stream's byte budget: the limit doubles per time to first byte, not only per whole page;
  *     2. steady: keep the bandwidth-delay product in flight (1.2 x the best recent round's rate x the
  *        lowest request latency, over the mean page), at least 2; every 8 rounds probe a quarter higher,
  *        which stays only if it raised the best rate (latency that climbs without throughput gain does
