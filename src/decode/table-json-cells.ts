@@ -175,19 +175,11 @@ export function dateCell(
   r: number,
 ): number {
   if (c === QUOTE) {
-    let days = Number.NaN;
-    let end = i;
-    if (b[i + 9] === QUOTE) {
-      days = dateDaysAt(b, i + 1);
-      end = i + 10;
-    } else if (b[i + 17] === QUOTE && isMidnight(b, i + 9)) {
-      days = dateDaysAt(b, i + 1);
-      end = i + 18;
-    }
+    const days = wireDaysAt(b, i);
     if (!Number.isNaN(days)) {
       values[r] = days;
       valid[r] = 1;
-      return end;
+      return wireTimeEnd(b, i);
     }
   }
   return otherTimeCell(b, i, c, values, valid, r, toDateDays);
@@ -203,19 +195,11 @@ export function datetimeCell(
   r: number,
 ): number {
   if (c === QUOTE) {
-    let ms = Number.NaN;
-    let end = i;
-    if (b[i + 17] === QUOTE && b[i + 9] === 0x54 && b[i + 16] === 0x5a) {
-      ms = dateDaysAt(b, i + 1) * MS_PER_DAY + timeOfDayMsAt(b, i + 10);
-      end = i + 18;
-    } else if (b[i + 9] === QUOTE) {
-      ms = dateDaysAt(b, i + 1) * MS_PER_DAY;
-      end = i + 10;
-    }
+    const ms = wireMsAt(b, i);
     if (!Number.isNaN(ms)) {
       values[r] = ms;
       valid[r] = 1;
-      return end;
+      return wireTimeEnd(b, i);
     }
   }
   return otherTimeCell(b, i, c, values, valid, r, toTimestampMs);
@@ -325,6 +309,36 @@ export function dictCell(
     ids[r] = dict.id(bytes, 0, bytes.length);
   }
   return i;
+}
+
+/**
+ * Days since the epoch of a `date` cell in the wire's shape at `b[i]` (its opening quote): `"YYYYMMDD"`,
+ * or `"YYYYMMDDT000000Z"`; NaN for anything else. Shared by the column and the row decoders.
+ */
+export function wireDaysAt(b: Buffer, i: number): number {
+  if (b[i + 9] === QUOTE) return dateDaysAt(b, i + 1);
+  if (b[i + 17] === QUOTE && isMidnight(b, i + 9)) return dateDaysAt(b, i + 1);
+  return Number.NaN;
+}
+
+/**
+ * Ms since the epoch of a `datetime` cell in the wire's shape at `b[i]` (its opening quote):
+ * `"YYYYMMDDTHHMMSSZ"`, or a bare `"YYYYMMDD"` (midnight); NaN for anything else.
+ */
+export function wireMsAt(b: Buffer, i: number): number {
+  if (b[i + 17] === QUOTE && b[i + 9] === 0x54 && b[i + 16] === 0x5a) {
+    return dateDaysAt(b, i + 1) * MS_PER_DAY + timeOfDayMsAt(b, i + 10);
+  }
+  if (b[i + 9] === QUOTE) return dateDaysAt(b, i + 1) * MS_PER_DAY;
+  return Number.NaN;
+}
+
+/**
+ * The index after a cell `wireDaysAt` or `wireMsAt` read (not NaN): the short form has its closing quote
+ * at `b[i + 9]`, the long one a `T` there.
+ */
+export function wireTimeEnd(b: Buffer, i: number): number {
+  return b[i + 9] === QUOTE ? i + 10 : i + 18;
 }
 
 /** `T000000Z` at `b[i]`. */

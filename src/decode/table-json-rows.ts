@@ -17,7 +17,7 @@
  */
 
 import { isUtf8 } from 'node:buffer';
-import { dateDaysAt, isoDate, isoTimestamp, timeOfDayMsAt } from '../convert/dates.js';
+import { isoDate, isoTimestamp } from '../convert/dates.js';
 import type { MadeRows } from '../convert/page-parts.js';
 import type { ColumnPlan } from '../convert/plan.js';
 import type { DatesAs } from '../convert/row-factory.js';
@@ -39,6 +39,7 @@ import {
   skipWs,
 } from './json-scan.js';
 import { BOOLEAN, DATE, DATETIME, DICT, kindCode, NUMBER, UTF8 } from './page-columns.js';
+import { wireDaysAt, wireMsAt, wireTimeEnd } from './table-json-cells.js';
 import { PageFields, pageMembers } from './table-json-envelope.js';
 
 /** The bytes the hot loops compare with, as local constants (read as imports they cost a few %). */
@@ -450,18 +451,9 @@ function numberValue(b: Buffer, s: Cursor): number | null {
  * moved after it; NaN (and `s.i` unmoved) for anything else.
  */
 function wireDays(b: Buffer, s: Cursor): number {
-  const i = s.i;
-  if (b[i + 9] === QUOTE) {
-    const days = dateDaysAt(b, i + 1);
-    if (!Number.isNaN(days)) s.i = i + 10;
-    return days;
-  }
-  if (b[i + 17] === QUOTE && isMidnight(b, i + 9)) {
-    const days = dateDaysAt(b, i + 1);
-    if (!Number.isNaN(days)) s.i = i + 18;
-    return days;
-  }
-  return Number.NaN;
+  const days = wireDaysAt(b, s.i);
+  if (!Number.isNaN(days)) s.i = wireTimeEnd(b, s.i);
+  return days;
 }
 
 /** A `date` cell's days since the epoch, or NaN for a null (`s.i` after it); declines an invalid one. */
@@ -488,18 +480,9 @@ function dateText(b: Buffer, s: Cursor): string | null {
 function timestampMs(b: Buffer, s: Cursor): number {
   const c = at(b, s);
   if (c === QUOTE) {
-    const i = s.i;
-    let ms = Number.NaN;
-    let end = i;
-    if (b[i + 17] === QUOTE && b[i + 9] === 0x54 && b[i + 16] === 0x5a) {
-      ms = dateDaysAt(b, i + 1) * MS_PER_DAY + timeOfDayMsAt(b, i + 10);
-      end = i + 18;
-    } else if (b[i + 9] === QUOTE) {
-      ms = dateDaysAt(b, i + 1) * MS_PER_DAY;
-      end = i + 10;
-    }
+    const ms = wireMsAt(b, s.i);
     if (!Number.isNaN(ms)) {
-      s.i = end;
+      s.i = wireTimeEnd(b, s.i);
       return ms;
     }
   }
@@ -552,18 +535,4 @@ function booleanValue(b: Buffer, s: Cursor): boolean | null {
   const bit = toBooleanBit(generic);
   if (bit < 0) throw BAIL;
   return bit === 1;
-}
-
-/** `T000000Z` at `b[i]`. */
-function isMidnight(b: Uint8Array, i: number): boolean {
-  return (
-    b[i] === 0x54 &&
-    b[i + 1] === 0x30 &&
-    b[i + 2] === 0x30 &&
-    b[i + 3] === 0x30 &&
-    b[i + 4] === 0x30 &&
-    b[i + 5] === 0x30 &&
-    b[i + 6] === 0x30 &&
-    b[i + 7] === 0x5a
-  );
 }
