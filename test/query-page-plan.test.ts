@@ -212,3 +212,29 @@ describe("page size from the service's cost per row", () => {
     expect(plan.pageSize).toBe(10_000);
   });
 });
+
+describe('pages planned before requests turned out metered', () => {
+  const page = (rows: number) => ({ parts: [], rowCount: rows, bytes: rows * 430, requests: 1 });
+
+  it('says when its pages have grown (those planned before are better planned anew) and takes them back', () => {
+    let metered = false;
+    const plan = new PagePlan(1, 300_000, 10_000, {
+      windowBytes: 48 * 2 ** 20,
+      rateLimited: () => metered,
+    });
+    expect(plan.learn(page(1000))).toBe(false);
+    const a = plan.next()!;
+    const b = plan.next()!;
+    expect(b).toEqual({ start: a.start + a.limit, limit: 10_000 });
+    expect(plan.learn(page(10_000))).toBe(false);
+    metered = true;
+    // Half the window a page: 24 MiB at 430 bytes a row, 58,000 rows.
+    expect(plan.learn(page(10_000))).toBe(true);
+    expect(plan.learn(page(10_000))).toBe(false);
+    // Latest first: `a` is not the last handed out while `b` is.
+    expect(() => plan.giveBack(a)).toThrow(/not the last handed out/);
+    plan.giveBack(b);
+    plan.giveBack(a);
+    expect(plan.next()).toEqual({ start: a.start, limit: 58_000 });
+  });
+});

@@ -26,6 +26,11 @@ interface Slot<T> {
   readonly promise: Promise<T>;
   /** Set once the task has finished: its size, still held until taken. */
   size: number | undefined;
+  readonly task: WindowTask<T>;
+  /** Set once the task runs (it has its permit, or needs none): from then on it cannot be given back. */
+  running: boolean;
+  /** Aborts the task's wait for a permit when it is given back (`retract`). */
+  readonly stop: AbortController;
 }
 
 /** A task: runs with the window's signal and, unless it is local work, the permit it was given. */
@@ -33,6 +38,11 @@ export interface WindowTask<T> {
   /** Work that needs no network slot (a page already read). */
   readonly local?: boolean;
   run(signal: AbortSignal, permit: Permit | undefined): Promise<T>;
+  /**
+   * Returns the task's work to the source, which hands it out again (`retract`): called only for a task
+   * that never ran, latest first. Unset: the task is never given back.
+   */
+  giveBack?(): void;
 }
 
 export class OrderedWindow<T> {
@@ -87,8 +97,14 @@ export class OrderedWindow<T> {
         return;
       }
       this.#started++;
-      const slot: Slot<T> = { promise: undefined as unknown as Promise<T>, size: undefined };
-      const promise = this.#start(task, signal).then((value) => {
+      const slot: Slot<T> = {
+        promise: undefined as unknown as Promise<T>,
+        size: undefined,
+        task,
+        running: false,
+        stop: new AbortController(),
+      };
+      const promise = this.#start(slot, signal).then((value) => {
         if (!signal.aborted) {
           slot.size = this.#options.sizeOf(value);
           this.#heldBytes += slot.size;
@@ -105,9 +121,19 @@ export class OrderedWindow<T> {
     }
   }
 
-  async #start(task: WindowTask<T>, signal: AbortSignal): Promise<T> {
-    if (task.local) return task.run(signal, undefined);
-    const permit = await this.#options.scheduler.acquire(signal);
+  async #start(slot: Slot<T>, signal: AbortSignal): Promise<T> {
+    const task = slot.task;
+    if (task.local) {
+      slot.running = true;
+      return task.run(signal, undefined);
+    }
+    const permit = await this.#options.scheduler.acquire(AbortSignal.any([signal, slot.stop.signal]));
+    // Given back between the grant and this turn: the permit goes to whoever waits next.
+    if (slot.stop.signal.aborted) {
+      permit.release();
+      throw slot.stop.signal.reason;
+    }
+    slot.running = true;
     try {
       const value = await task.run(signal, permit);
       permit.succeeded(this.#options.sizeOf(value));
@@ -134,6 +160,30 @@ export class OrderedWindow<T> {
       this.#slots.shift();
       if (slot.size !== undefined) this.#heldBytes -= slot.size;
     }
+  }
+
+  /**
+   * Gives back the tasks at the end of the window that are still waiting for a permit, latest first
+   * (`WindowTask.giveBack`), and takes new ones from the source: what it hands out now may differ (pages
+   * of another size, once requests turn out metered). Never the task `next()` waits for, never one that
+   * runs. Returns how many were given back.
+   */
+  retract(): number {
+    let count = 0;
+    for (;;) {
+      const slot = this.#slots.at(-1);
+      if (this.#slots.length < 2 || slot === undefined || slot.running || !slot.task.giveBack) break;
+      this.#slots.pop();
+      slot.stop.abort(new Error('OrderedWindow: task given back'));
+      slot.task.giveBack();
+      this.#started--;
+      count++;
+    }
+    if (count > 0) {
+      this.#exhausted = false;
+      queueMicrotask(() => this.#fill());
+    }
+    return count;
   }
 
   /** Aborts every waiting and running task and starts no new one. */

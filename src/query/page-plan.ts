@@ -79,12 +79,12 @@ export class PagePlan {
    * limit, where requests rather than bytes are what a result costs, the rest in as few pages as the
    * window holds two of (so one can be read while the next arrives).
    */
-  learn(page: ArrivedPage): void {
+  learn(page: ArrivedPage): boolean {
     const firstPart = page.parts[0];
     const answered = firstPart === undefined ? 0 : partLength(firstPart);
     if (page.requests > 1 && answered > 0) this.clampTo(answered);
     const sizing = this.#sizing;
-    if (sizing === undefined || page.rowCount === 0) return;
+    if (sizing === undefined || page.rowCount === 0) return false;
     const perRow = page.bytes / page.rowCount;
     if (!this.#sized) {
       this.#sized = true;
@@ -96,8 +96,12 @@ export class PagePlan {
     if (!this.#metered && sizing.rateLimited()) {
       this.#metered = true;
       const rows = Math.floor(sizing.windowBytes / 2 / perRow / 1000) * 1000;
+      const before = this.#pageSize;
       this.pageSize = Math.max(this.#pageSize, Math.min(MAX_METERED_PAGE, rows));
+      // Pages planned at the old size and not yet requested would each cost a request: plan them anew.
+      return this.#pageSize >= 2 * before;
     }
+    return false;
   }
 
   /**
@@ -154,6 +158,17 @@ export class PagePlan {
     this.#short = undefined;
     this.#next = start + limit;
     return { start, limit };
+  }
+
+  /**
+   * Takes back `range`, the last range handed out, never requested: its rows are handed out again, in
+   * pages of the size planned now. Ranges are given back latest first, so the cursor only moves back.
+   */
+  giveBack(range: PageRange): void {
+    if (range.start + range.limit !== this.#next) {
+      throw new Error(`PagePlan: rows ${range.start}+${range.limit} are not the last handed out`);
+    }
+    this.#next = range.start;
   }
 
   /**
