@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { FIRST_PAGE_ROWS } from '../src/client.js';
 import { type FaultKind, faultPlan } from '../src/emulator/index.js';
 import { type DqsError, NetworkError, RateLimitedError, ServerError, TimeoutError } from '../src/index.js';
-import { backoffDelay, normalizeRetryOptions } from '../src/transport/retry.js';
+import { backoffDelay, normalizeRetryOptions, pacedRefusals } from '../src/transport/retry.js';
 import { parseRetryAfter } from '../src/transport/retry-after.js';
 import { expectRejects, FAST_RETRY, isPageGet, kindOf, retriesOf, setup } from './helpers.js';
 
@@ -282,6 +282,10 @@ describe('retries', () => {
     // `Retry-After: 0`: back at once, spread over minDelayMs (no spin, no growth).
     const now = new RateLimitedError({ status: 429, method: 'GET', url: 'u', retryAfterMs: 0 });
     expect([1, 8].map((a) => backoffDelay(policy, a, now, () => 0.999999))).toEqual([250, 250]);
+    // Under the client's own rate limit the limiter spaces retries: no spread beyond minDelayMs.
+    const paced = new RateLimitedError({ status: 429, method: 'GET', url: 'u', retryAfterMs: 58_000 });
+    pacedRefusals.add(paced);
+    expect([1, 4].map((a) => backoffDelay(policy, a, paced, () => 0.999999))).toEqual([58_250, 58_250]);
     const shed = new ServerError({ status: 503, method: 'GET', url: 'u', retryAfterMs: 2000 });
     expect(backoffDelay(policy, 9, shed, () => 0.5)).toBe(3000);
     expect(parseRetryAfter('1')).toBe(1000);

@@ -24,7 +24,7 @@ import type { NormalizedClientOptions } from './options.js';
 import { type PeerCertificateInfo, peerCertificate } from './peer-certificate.js';
 import { displayProxy, type ProxyChoice, proxyFor } from './proxy.js';
 import { RateLimitLearner } from './rate-learning.js';
-import { type RetryEvent, withRetry } from './retry.js';
+import { pacedRefusals, type RetryEvent, withRetry } from './retry.js';
 import { parseRetryAfter } from './retry-after.js';
 import { errorFromResponse } from './status-errors.js';
 import { trustedCas } from './trust.js';
@@ -141,7 +141,9 @@ export class HttpTransport {
     }
     if (res.status >= 200 && res.status < 300) return res;
     if (res.status === 429) this.#rates?.learn(parseRetryAfter(firstHeader(res.headers, 'retry-after')));
-    throw await errorFromResponse(res);
+    const err = await errorFromResponse(res);
+    if (res.status === 429 && this.rateLimited) pacedRefusals.add(err);
+    throw err;
   }
 
   /**

@@ -87,13 +87,22 @@ export function isShed(err: DqsError): boolean {
 }
 
 /**
+ * Refusals answered while the client keeps to a rate limit (set, or learned from this very 429): every
+ * retry then waits its turn at the client's limiter, which spaces them within the service's window, so a
+ * retry is not also spread over a quarter of the `Retry-After` (15 s under 20 requests a minute, after a
+ * 58 s wait: the refused pages of one overshoot came back over 12 s, one by one).
+ */
+export const pacedRefusals = new WeakSet<DqsError>();
+
+/**
  * Without `Retry-After`: full jitter, uniform in [0, min(max, base * 2^(attempt-1))].
  *
  * With it, the server said when to come back, and that is the wait: the backoff does not compound on top
  * of it (it did: after a few refusals of one page a `Retry-After: 1` became waits of 4, 8 and 14 s, long
  * after the service had recovered). Each wait is spread by up to a quarter of the `Retry-After` (at least
  * `minDelayMs`), so refused requests do not all come back in one burst; a request refused again and
- * again spreads wider, up to twice the `Retry-After` from its fourth attempt.
+ * again spreads wider, up to twice the `Retry-After` from its fourth attempt. Not under a client-side rate
+ * limit (`pacedRefusals`): there the limiter spaces the retries.
  */
 export function backoffDelay(
   policy: NormalizedRetryOptions,
@@ -103,7 +112,9 @@ export function backoffDelay(
 ): number {
   const retryAfter = (err as { retryAfterMs?: number }).retryAfterMs;
   if (retryAfter !== undefined) {
-    const spread = Math.max(policy.minDelayMs, retryAfter * Math.min(1, attempt / 4));
+    const spread = pacedRefusals.has(err)
+      ? policy.minDelayMs
+      : Math.max(policy.minDelayMs, retryAfter * Math.min(1, attempt / 4));
     return Math.round(retryAfter + random() * spread);
   }
   const cap = Math.min(policy.maxDelayMs, policy.minDelayMs * 2 ** (attempt - 1));
