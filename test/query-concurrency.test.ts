@@ -234,6 +234,22 @@ describe('AdaptiveConcurrency', () => {
     expect(small.limit).toBe(5);
   });
 
+  it("paces a far service's startup jumps over its quickest page, and nothing else", () => {
+    const far = new AdaptiveConcurrency({ far: 8 });
+    far.prime(100, 40);
+    expect(far.paceMs).toBe(0); // no page yet: nothing to pace by
+    const a = far.started(0);
+    far.succeeded(a, 4e6, 700);
+    expect(far.paceMs).toBe(700);
+    far.congested('throttled', 6, 800);
+    expect(far.phase).toBe('steady');
+    expect(far.paceMs).toBe(0);
+    const near = new AdaptiveConcurrency({ far: 8 });
+    near.prime(5, 40);
+    near.succeeded(near.started(0), 4e6, 30);
+    expect(near.paceMs).toBe(0);
+  });
+
   it("paced by a far service's answers: startup doubles per time to first byte, up to the byte budget", () => {
     // The WAN again, its answers' headers told: they come after 270 ms, bodies 80 ms (or more) later.
     const answering: Service = { ...wan, firstByte: 270 };

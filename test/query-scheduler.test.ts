@@ -170,4 +170,46 @@ describe('RequestScheduler', () => {
     (await next).release();
     expect(scheduler.active).toBe(0);
   });
+
+  it('spreads a paced jump of the limit over paceMs, and a refusal meanwhile stops it', async () => {
+    // A controller whose limit jumps 2 -> 10 and that paces jumps over 200 ms (a far service's startup):
+    // one slot more at once, then one every 25 ms, instead of 8 requests in one burst.
+    const controller = {
+      limit: 2,
+      paceMs: 200,
+      started: () => 0,
+      succeeded: () => {},
+      congested: () => {},
+      answered: () => {
+        controller.limit = 10;
+      },
+    };
+    const scheduler = new RequestScheduler(controller);
+    const granted: Permit[] = [];
+    for (let i = 0; i < 10; i++) void scheduler.acquire().then((p) => granted.push(p));
+    await new Promise((r) => setTimeout(r, 5));
+    expect(granted).toHaveLength(2);
+    granted[0]!.answered();
+    await new Promise((r) => setTimeout(r, 5));
+    expect(granted.length).toBeGreaterThanOrEqual(3);
+    expect(granted.length).toBeLessThan(6);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(granted).toHaveLength(10);
+    // A refusal in the middle of a ramp: the limit falls at once, and the ramp does not lift it again.
+    controller.limit = 2;
+    const again = new RequestScheduler(controller);
+    controller.congested = () => {
+      controller.limit = 2;
+    };
+    const more: Permit[] = [];
+    for (let i = 0; i < 10; i++) void again.acquire().then((p) => more.push(p));
+    await new Promise((r) => setTimeout(r, 5));
+    more[0]!.answered();
+    await new Promise((r) => setTimeout(r, 40));
+    const before = more.length;
+    expect(before).toBeLessThan(10);
+    more[1]!.congested('throttled');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(more).toHaveLength(before);
+  });
 });

@@ -52,6 +52,12 @@ export interface ConcurrencyController {
   prime?(fastestAnswerMs: number | undefined, budget?: number): void;
   /** Request `seq` was answered (its response headers, not a refusal, have arrived). */
   answered?(seq: number, now: number): void;
+  /**
+   * Over how many ms a jump of the limit is spread (0 or unset: at once). A doubling sent in one burst
+   * reaches the service before any refusal can come back, so a per-minute limit crossed in it refuses the
+   * whole burst; spread over a page's latency, the first refusal stops the rest.
+   */
+  readonly paceMs?: number;
 }
 
 /** A fixed limit, stepped down by the service's pushback and earned back as pages succeed. */
@@ -256,6 +262,16 @@ export class AdaptiveConcurrency implements ConcurrencyController {
     const at = this.#startedAt.get(seq);
     if (at === undefined || now - at < FAR_ANSWER_MS) return;
     this.#limit = this.#clamp(this.#limit + 1);
+  }
+
+  /**
+   * A far service's startup spreads each doubling over the quickest page seen (TCP paces a window over
+   * its round trip the same way); steady changes are small steps, and a near service's requests are
+   * answered before a burst could matter.
+   */
+  get paceMs(): number {
+    if (this.#paced === 0 || this.#phase !== 'startup' || !Number.isFinite(this.#minLatency)) return 0;
+    return this.#minLatency;
   }
 
   /** `'startup'` while growing fast, then `'steady'` (for tests and the docs). */

@@ -121,6 +121,8 @@ export class RequestScheduler {
   #sending = 0;
   /** The requests sent last together (`#burstOf`). */
   #burst: Burst | undefined;
+  /** Raises the queue's concurrency step by step up to the limit while a jump is paced (`#follow`). */
+  #ramp: NodeJS.Timeout | undefined;
 
   constructor(controller: ConcurrencyController, now: () => number = () => performance.now()) {
     this.#controller = controller;
@@ -278,13 +280,45 @@ export class RequestScheduler {
     }
   }
 
+  /**
+   * Sets the queue's concurrency to `limit`: fewer slots take effect as held permits are released; more
+   * start waiting permits at once, unless the controller paces a jump (`paceMs`): then one slot more
+   * every `paceMs / jump` ms, each step up to the limit as it is then (a refusal meanwhile lowers it).
+   */
+  #follow(limit: number): void {
+    const current = this.#slots.concurrency;
+    const pace = this.#controller.paceMs ?? 0;
+    if (limit <= current || pace <= 0 || this.#ramp !== undefined || limit - current < 2) {
+      if (this.#ramp === undefined || limit <= current) {
+        this.#stopRamp();
+        this.#slots.concurrency = Math.max(1, limit);
+      }
+      return;
+    }
+    this.#slots.concurrency = current + 1;
+    this.#ramp = setInterval(
+      () => {
+        const target = this.#controller.limit;
+        if (this.#slots.concurrency < target) this.#slots.concurrency += 1;
+        if (this.#slots.concurrency >= target) this.#stopRamp();
+      },
+      Math.max(1, pace / (limit - current)),
+    );
+    this.#ramp.unref();
+  }
+
+  #stopRamp(): void {
+    if (this.#ramp === undefined) return;
+    clearInterval(this.#ramp);
+    this.#ramp = undefined;
+  }
+
   #observe(update: () => void, reason: ConcurrencyChange['reason']): void {
     const previous = this.#controller.limit;
     update();
     const limit = this.#controller.limit;
     if (limit !== previous) {
-      // More slots start waiting permits at once; fewer take effect as held permits are released.
-      this.#slots.concurrency = Math.max(1, limit);
+      this.#follow(limit);
       for (const listener of this.#listeners) listener({ limit, previous, reason });
       this.#wakeResenders();
     }
