@@ -36,6 +36,7 @@ import {
   growText,
   kindCode,
   NUMBER,
+  pageRowCapacity,
   stringBytesGuess,
   UTF8,
 } from './page-columns.js';
@@ -102,7 +103,8 @@ export class FastCsvDecoder {
     const kinds = this.#kinds;
     const ids = this.#ids;
     const width = kinds.length;
-    let cap = Math.max(16, Math.min(where.limit, 16_384));
+    // A record of `width` fields is at least its commas and a line end: `width` bytes.
+    let cap = pageRowCapacity(where.limit, body.length, width);
     const columns: Column[] = [];
     for (let j = 0; j < width; j++) {
       const k = kinds[j]!;

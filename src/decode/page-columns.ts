@@ -47,6 +47,16 @@ export function stringBytesGuess(bytesPerRow: number, rows: number, bodyLength: 
   return Math.max(1024, Math.min(bodyLength, Math.ceil(bytesPerRow * rows * STRING_HEADROOM)));
 }
 
+/**
+ * Rows to size a page's column buffers for: the rows asked for (the plan's own number, never the
+ * server's), but no more than its body can hold at `minRowBytes` a row, so a `limit` far above what came
+ * costs nothing. Sized so, a page of 27,000 rows fills buffers of 27,000 and its batch adopts them as
+ * they are: from a fixed first guess (16,384 rows) they doubled once and were copied again to trim.
+ */
+export function pageRowCapacity(limit: number, bodyLength: number, minRowBytes: number): number {
+  return Math.max(16, Math.min(limit, Math.floor(bodyLength / minRowBytes) + 1));
+}
+
 /** `a`, or a copy of its first `used` elements in a longer array when it is shorter than `need`. */
 export function ensure<T extends Uint8Array | Int32Array | Float64Array>(
   a: T,

@@ -45,6 +45,7 @@ import {
   EMPTY_U8,
   kindCode,
   NUMBER,
+  pageRowCapacity,
   stringBytesGuess,
   UTF8,
 } from './page-columns.js';
@@ -166,7 +167,8 @@ export class FastTableDecoder {
   #page(b: Buffer, where: PageRef): PageBuffers {
     const kinds = this.#kinds;
     const width = kinds.length;
-    const cap = Math.max(16, Math.min(where.limit, 16_384));
+    // A row of `width` values is at least `[` + a byte a value + commas + `],`: 2 x width + 1 bytes.
+    const cap = pageRowCapacity(where.limit, b.length, 2 * width + 1);
     // Buffers of a page already appended to the builder are reused (see `recycle()`): a page's worth
     // of fresh allocations per page is what keeps the allocator's footprint (RSS) high.
     const spare = this.#spare.pop();
