@@ -180,7 +180,8 @@ describe('page decoding in slices', () => {
       const decoder = new PageDecoder(format, plan, { fast: true, strings: 'utf8' });
       const page = await decoder.decode(wholeBody(Buffer.concat(parts)), { start: 1, limit: rows });
       expect(page.part).toMatchObject({ length: rows });
-      const columns = (page.part as { columns: { kind: string; values?: ArrayLike<number> }[] }).columns;
+      const columns = (page.part as unknown as { columns: { kind: string; values?: ArrayLike<number> }[] })
+        .columns;
       const numbers = columns.filter((c) => c.kind === 'number');
       expect(numbers.length).toBeGreaterThan(0);
       for (const c of numbers) expect(c.values!.length).toBe(rows);
