@@ -28,6 +28,7 @@ import { ByteDictionary, EMPTY_DICT } from './byte-dictionary.js';
 import {
   BAIL,
   Bail,
+  copyPlainRun,
   escapeInto,
   escapeLength,
   loneSurrogate,
@@ -307,27 +308,10 @@ function decodeRows(b: Buffer, i: number, page: PageBuffers, stop: number): numb
           i++;
           let room = Math.min(n, i + (out.length - o));
           for (;;) {
-            // Four bytes at a time while none of them is a quote, a backslash or a control character
-            // (SWAR: a byte's high bit survives `(x - 0x01) & ~x` only when x was 0). The lowest
-            // flagged byte is always a real one (false alarms only sit above it, from the borrow), so
-            // the bytes before it are kept and the byte path below starts right at it.
-            while (i + 4 <= room) {
-              const v = bodyView.getInt32(i, true);
-              const q = v ^ 0x22222222;
-              const e = v ^ 0x5c5c5c5c;
-              const special =
-                (((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e) | ((v - 0x20202020) & ~v)) & 0x80808080;
-              // All four are written (`room` leaves room); only those before a special byte count.
-              outView.setInt32(o, v, true);
-              if (special !== 0) {
-                const k = (31 - Math.clz32(special & -special)) >> 3;
-                i += k;
-                o += k;
-                break;
-              }
-              i += 4;
-              o += 4;
-            }
+            // Plain bytes four at a time; the byte path below starts at the first special one.
+            const k = copyPlainRun(bodyView, i, room, outView, o);
+            i += k;
+            o += k;
             if (i >= room) {
               if (i >= n) throw BAIL;
               out = growString(page, j, o, r);

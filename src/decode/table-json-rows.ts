@@ -28,6 +28,7 @@ import { ByteDictionary } from './byte-dictionary.js';
 import {
   BAIL,
   Bail,
+  copyPlainRun,
   escapeInto,
   escapeLength,
   generic,
@@ -299,23 +300,9 @@ function escapedText(b: Buffer, s: Cursor, start: number): string {
   // `i < stop` there is room for the next byte (`stop` also ends at the body's end).
   let stop = Math.min(n, i + out.length);
   for (;;) {
-    while (i + 4 <= stop) {
-      const v = view.getInt32(i, true);
-      const q = v ^ 0x22222222;
-      const e = v ^ 0x5c5c5c5c;
-      const special =
-        (((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e) | ((v - 0x20202020) & ~v)) & 0x80808080;
-      // All four are written (`stop` leaves room); only those before a special byte count.
-      outView.setInt32(o, v, true);
-      if (special !== 0) {
-        const k = (31 - Math.clz32(special & -special)) >> 3;
-        i += k;
-        o += k;
-        break;
-      }
-      i += 4;
-      o += 4;
-    }
+    const k = copyPlainRun(view, i, stop, outView, o);
+    i += k;
+    o += k;
     if (i >= stop) {
       if (i >= n) throw BAIL;
       out = grown(o + 4096, o);
