@@ -21,6 +21,7 @@ import { withRetry } from '../transport/retry.js';
 import type { HedgePolicy } from './hedge.js';
 import type { PageRange } from './page-plan.js';
 import type { PageSlot } from './page-slot.js';
+import { tookBytes } from './read-turns.js';
 import type { KeptPage } from './result-source.js';
 
 export interface PageFetchContext {
@@ -342,6 +343,9 @@ async function readPooled(
       }
       bytes.copy(pooled, size);
       size += bytes.length;
+      // Not another chunk in this turn once the turn's bytes are taken (read-turns.ts).
+      const later = tookBytes(bytes.length);
+      if (later) await later;
     }
     count.end();
   } catch (err) {
