@@ -3,7 +3,8 @@
  * a body was read as fast as it came: libuv reads a ready socket up to 32 times 64 KiB in one go and the
  * body's reader took every chunk at once, so a turn read ~2 MB per busy socket (~10 ms of the main thread
  * on loopback), the most common stall over 15 ms of a 500k-row `toTable()` (bench/run.js's event-loop
- * delay). Nothing here is timed: the tests count turns of the loop while bodies are read.
+ * delay). And pages waiting in the window are converted a turn apart, not back to back. Nothing here is
+ * timed: the tests count turns of the loop.
  */
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
@@ -74,5 +75,37 @@ describe('page bodies read in turns', () => {
     // Settled in a later macrotask, with the count started again.
     expect(turned).toBe(true);
     expect(tookBytes(1)).toBeUndefined();
+  });
+});
+
+describe('pages converted in turns', () => {
+  it('lets the event loop turn between two pages, even when many are waiting', async () => {
+    const { client } = await setup({ seed: 4, rowCap: 20 * 1000 }, { compression: false });
+    const result = await client.query('job_listings', {});
+    let turn = 0;
+    let reading = true;
+    const tick = () => {
+      turn++;
+      if (reading) setImmediate(tick);
+    };
+    setImmediate(tick);
+    // The turn in which each batch (a page) reached the consumer. A slow consumer lets pages pile up in
+    // the window, so several are ready at once when it reads again.
+    const turns: number[] = [];
+    try {
+      const stream = result.stream({ pageSize: 1000, concurrency: 4, window: 8 });
+      for await (const _ of stream) {
+        turns.push(turn);
+        if (turns.length === 2) await new Promise((r) => setTimeout(r, 200));
+      }
+    } finally {
+      reading = false;
+    }
+    expect(turns.length).toBe(20);
+    // At most the stream's buffer (2 batches, read at once after the pause) in one turn; beyond it, one
+    // page a turn. Before, the pages waiting were converted and handed over back to back: 5 in one turn.
+    const perTurn = new Map<number, number>();
+    for (const t of turns) perTurn.set(t, (perTurn.get(t) ?? 0) + 1);
+    expect(Math.max(...perTurn.values())).toBeLessThanOrEqual(2);
   });
 });
