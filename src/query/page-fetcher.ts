@@ -21,6 +21,7 @@ import { withRetry } from '../transport/retry.js';
 import type { HedgePolicy } from './hedge.js';
 import type { PageRange } from './page-plan.js';
 import type { PageSlot } from './page-slot.js';
+import { takeInTurns } from './read-turns.js';
 import type { KeptPage } from './result-source.js';
 
 export interface PageFetchContext {
@@ -331,8 +332,8 @@ async function readPooled(
   let pooled = pool.bodyBuffer(declared ? declared : Math.max(1, guess));
   let size = 0;
   try {
-    for await (const chunk of response.body) {
-      const bytes = chunk as Buffer;
+    // At most the turn's bytes a turn, with every other body (read-turns.ts).
+    await takeInTurns(response.body, (bytes) => {
       count.add(bytes.length);
       if (size + bytes.length > pooled.length) {
         const bigger = pool.bodyBuffer(Math.max(2 * pooled.length, size + bytes.length));
@@ -342,7 +343,7 @@ async function readPooled(
       }
       bytes.copy(pooled, size);
       size += bytes.length;
-    }
+    });
     count.end();
   } catch (err) {
     pool.releaseBody(pooled);
