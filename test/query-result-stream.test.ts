@@ -151,7 +151,7 @@ describe('ResultStream', () => {
     await it.next();
     await new Promise((r) => setTimeout(r, 300));
     const whilePaused = pageGets(emu);
-    // window (4) + Node's object buffer (2 batches) + the page being converted: far below the 200 pages.
+    // window (4) + Node's object buffer (1 batch) + the page being converted: far below the 200 pages.
     expect(whilePaused).toBeLessThanOrEqual(8);
     await new Promise((r) => setTimeout(r, 200));
     expect(pageGets(emu)).toBe(whilePaused);
@@ -163,6 +163,21 @@ describe('ResultStream', () => {
     }
     expect(n).toBe(200);
     expect(pageGets(emu)).toBe(200);
+  });
+
+  it('holds one Arrow batch in its buffer for a paused consumer, beside the window', async () => {
+    // Regression: two batches waited there (highWaterMark 2), each a page's buffers kept alive; the
+    // window already holds the pages read ahead (the IPC export's peak RSS follows what is held).
+    const { client } = await setup({ seed: SEED, rowCap: 5000 });
+    const result = await client.query('job_listings', {});
+    const stream = result.stream({ pageSize: 100, concurrency: 2, window: 4 });
+    const it = stream[Symbol.asyncIterator]();
+    await it.next();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(stream.readableLength).toBe(1);
+    let n = 1;
+    while (!(await it.next()).done) n++;
+    expect(n).toBe(50);
   });
 
   it('destroy() and break abort in-flight requests and start no new one', async () => {

@@ -73,7 +73,10 @@ export class ResultStream extends Readable {
 
   /** @internal Use `result.stream()` or `client.stream()`. */
   constructor(resolve: (signal: AbortSignal) => Promise<ResultSource>, options: NormalizedStreamOptions) {
-    super({ objectMode: true, highWaterMark: options.output === 'rows' ? 1024 : 2 });
+    // One Arrow batch waits in Node's buffer: the window already holds the pages read ahead, and each
+    // batch held here is a page's buffers kept alive (two were a batch more of the IPC export's peak RSS,
+    // with no time gained: bench/run.js --base, 5 rounds).
+    super({ objectMode: true, highWaterMark: options.output === 'rows' ? 1024 : 1 });
     this.#resolve = resolve;
     this.#options = options;
     const signal = options.signal;
