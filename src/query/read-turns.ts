@@ -53,11 +53,17 @@ export function tookBytes(bytes: number): Promise<void> | undefined {
  */
 export async function takeInTurns(body: Readable, take: (chunk: Buffer) => void): Promise<void> {
   const ended = finished(body);
+  // What `take` threw: the error to report. Destroying an inflating body (a pipeline) ends it with an
+  // error of its own (a premature close), which a 2 GiB gzip bomb's ResponseTooLargeError must not
+  // become: that would read as a network failure, and be retried.
+  let failure: { error: unknown } | undefined;
   body.on('data', (chunk: Buffer) => {
+    if (failure) return;
     try {
       take(chunk);
-    } catch (err) {
-      body.destroy(err as Error);
+    } catch (error) {
+      failure = { error };
+      body.destroy(error as Error);
       return;
     }
     const later = tookBytes(chunk.length);
@@ -67,5 +73,10 @@ export async function takeInTurns(body: Readable, take: (chunk: Buffer) => void)
       if (!body.destroyed) body.resume();
     });
   });
-  await ended;
+  try {
+    await ended;
+  } catch (error) {
+    throw failure ? failure.error : error;
+  }
+  if (failure) throw failure.error;
 }
