@@ -363,24 +363,37 @@ export function integer(b: Buffer, [s, e]: [number, number]): number {
 }
 
 /**
+ * The bytes of little-endian word `v` that are a quote, a backslash or a control character, as a mask
+ * with each such byte's high bit set (SWAR: a byte's high bit survives `(x - 0x01) & ~x` only when x was
+ * 0). The lowest flagged byte is always a real one (false alarms only sit above it, from the borrow):
+ * `firstFlagged(mask)` is its index in the word. The test both table-JSON decoders scan strings with.
+ */
+export function specialBytes(v: number): number {
+  const q = v ^ 0x22222222;
+  const e = v ^ 0x5c5c5c5c;
+  return (((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e) | ((v - 0x20202020) & ~v)) & 0x80808080;
+}
+
+/** The index (0-3) of the lowest byte flagged in a non-zero `specialBytes` mask. */
+export function firstFlagged(mask: number): number {
+  return (31 - Math.clz32(mask & -mask)) >> 3;
+}
+
+/**
  * Copies the plain bytes of a JSON string from `i` (before `stop`) to `out` at `o`, four at a time while
- * none of them is a quote, a backslash or a control character (SWAR: a byte's high bit survives
- * `(x - 0x01) & ~x` only when x was 0; the lowest flagged byte is always a real one, false alarms only sit
- * above it, from the borrow). Returns how many bytes were copied: input and output advance together, and
- * the byte at `i + k` (if before `stop`) is special or within the last three. `out` must have room for
- * four bytes past every position before `stop`: all four are written, only those before a special byte
- * count. One loop for both table-JSON decoders (columns and row objects): the hottest of either.
+ * none of them is special (`specialBytes`). Returns how many bytes were copied: input and output advance
+ * together, and the byte at `i + k` (if before `stop`) is special or within the last three. `out` must
+ * have room for four bytes past every position before `stop`: all four are written, only those before a
+ * special byte count. One loop for both table-JSON decoders (columns and row objects): the hottest of
+ * either.
  */
 export function copyPlainRun(view: DataView, i: number, stop: number, out: DataView, o: number): number {
   const from = i;
   while (i + 4 <= stop) {
     const v = view.getInt32(i, true);
-    const q = v ^ 0x22222222;
-    const e = v ^ 0x5c5c5c5c;
-    const special =
-      (((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e) | ((v - 0x20202020) & ~v)) & 0x80808080;
+    const special = specialBytes(v);
     out.setInt32(o + (i - from), v, true);
-    if (special !== 0) return i - from + ((31 - Math.clz32(special & -special)) >> 3);
+    if (special !== 0) return i - from + firstFlagged(special);
     i += 4;
   }
   return i - from;

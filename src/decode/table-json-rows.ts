@@ -31,6 +31,7 @@ import {
   copyPlainRun,
   escapeInto,
   escapeLength,
+  firstFlagged,
   generic,
   isNullAt,
   loneSurrogate,
@@ -38,6 +39,7 @@ import {
   scanNumber,
   setLoneSurrogate,
   skipWs,
+  specialBytes,
 } from './json-scan.js';
 import { BOOLEAN, DATE, DATETIME, DICT, kindCode, NUMBER, UTF8 } from './page-columns.js';
 import { wireDaysAt, wireMsAt, wireTimeEnd } from './table-json-cells.js';
@@ -246,19 +248,14 @@ function stringValue(b: Buffer, s: Cursor): string | null {
 }
 
 /**
- * The index of the first quote, backslash or control character from `b[i]` (the body's length if none).
- * Four bytes at a time (SWAR: a byte's high bit survives `(x - 0x01) & ~x` only when x was 0): the lowest
- * flagged byte is always a real one (false alarms only sit above it, from the borrow).
+ * The index of the first quote, backslash or control character from `b[i]` (the body's length if none),
+ * four bytes at a time (`specialBytes`).
  */
 function plainEnd(b: Buffer, view: DataView, i: number): number {
   const n = b.length;
   while (i + 4 <= n) {
-    const v = view.getInt32(i, true);
-    const q = v ^ 0x22222222;
-    const e = v ^ 0x5c5c5c5c;
-    const special =
-      (((q - 0x01010101) & ~q) | ((e - 0x01010101) & ~e) | ((v - 0x20202020) & ~v)) & 0x80808080;
-    if (special !== 0) return i + ((31 - Math.clz32(special & -special)) >> 3);
+    const special = specialBytes(view.getInt32(i, true));
+    if (special !== 0) return i + firstFlagged(special);
     i += 4;
   }
   for (; i < n; i++) {
