@@ -287,12 +287,12 @@ export class RequestScheduler {
    */
   #follow(limit: number): void {
     const current = this.#slots.concurrency;
+    // A ramp under way goes on to the limit as it is at each step.
+    if (this.#ramp !== undefined && limit > current) return;
+    this.#stopRamp();
     const pace = this.#controller.paceMs ?? 0;
-    if (limit <= current || pace <= 0 || this.#ramp !== undefined || limit - current < 2) {
-      if (this.#ramp === undefined || limit <= current) {
-        this.#stopRamp();
-        this.#slots.concurrency = Math.max(1, limit);
-      }
+    if (pace <= 0 || limit - current < 2) {
+      this.#slots.concurrency = Math.max(1, limit);
       return;
     }
     this.#slots.concurrency = current + 1;
