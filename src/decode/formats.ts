@@ -14,6 +14,7 @@ import type { ColumnPlan } from '../convert/plan.js';
 import type { DatesAs } from '../convert/row-factory.js';
 import { DecodeError, type PageRef, safeRepr } from '../core/errors.js';
 import { MediaType, type WireValue } from '../core/wire.js';
+import { BodyBuffers } from './body-buffers.js';
 import { decodeCsv } from './csv.js';
 import { FastCsvDecoder } from './csv-columns.js';
 import { parseTablePage } from './table-json.js';
@@ -140,12 +141,17 @@ export const FORMATS = {
     envelope: false,
     fast(plan) {
       const decoder = new FastCsvDecoder(plan);
+      // Bodies read into buffers of the decoder's (which copies what it keeps): read so, a body is taken
+      // from its socket at most 256 kB a turn (query/read-turns.ts), and pages reuse the buffers.
+      const bodies = new BodyBuffers();
       return {
         // biome-ignore lint/correctness/useYield: one step (the CSV decoder does not work in slices)
         *decode(body, where) {
           const part = decoder.decode(body, where);
           return part && { part };
         },
+        bodyBuffer: (size) => bodies.take(size),
+        releaseBody: (buffer) => bodies.release(buffer),
       };
     },
     reference: async (body, plan, where, options) => ({

@@ -21,7 +21,7 @@ import { withRetry } from '../transport/retry.js';
 import type { HedgePolicy } from './hedge.js';
 import type { PageRange } from './page-plan.js';
 import type { PageSlot } from './page-slot.js';
-import { takeInTurns } from './read-turns.js';
+import { takeInTurns, tookBytes } from './read-turns.js';
 import type { KeptPage } from './result-source.js';
 
 export interface PageFetchContext {
@@ -298,6 +298,10 @@ function pageBody(
         size = count.add(next.value.length);
         bytes = size;
         yield next.value;
+        // At most the turn's bytes a turn, with every other body (read-turns.ts): a decoder that reads as
+        // the body arrives (CSV, XLSX, the reference) parsed ~2 MB per busy socket in one turn.
+        const later = tookBytes(next.value.length);
+        if (later) await later;
       }
     },
   };
