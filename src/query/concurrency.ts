@@ -13,7 +13,8 @@
  *        was not busy (event loop < 85 %): as TCP grows only a window that limits the sender (RFC 7661),
  *        since when pages wait for the consumer or the CPU, a faster round is the client warming up, not the
  *        link, and on loopback growing on it put 16-32 pages in flight that then waited to be decoded; after
- *        one round without that gain, settle on the bandwidth-delay product measured so far. On a far
+ *        one round without that gain (near: or with it, if the process was busy), settle on the
+ *        bandwidth-delay product measured so far. On a far
  *        service each answered request also lets one more go (`answered`, TCP's per-ACK growth), up to
  *        the stream's byte budget: the limit doubles per time to first byte, not only per whole page;
  *     2. steady: keep the bandwidth-delay product in flight (1.2 x the best recent round's rate x the
@@ -365,20 +366,27 @@ export class AdaptiveConcurrency implements ConcurrencyController {
     this.#rates.push(rate);
     if (this.#rates.length > RATE_WINDOW) this.#rates.shift();
     if (this.#phase === 'startup') {
-      if (rate >= this.#startupBest * STARTUP_GAIN) {
+      const gain = rate >= this.#startupBest * STARTUP_GAIN;
+      if (gain) {
         this.#startupBest = rate;
         this.#stalls = 0;
-        if (this.#roundStarved && busy < BUSY_CEILING) {
-          // Paced by answers, startup grows to the byte budget and no further (the steady target may).
-          const grown = this.#limit * STARTUP_GROWTH;
-          this.#limit = this.#clamp(
-            this.#paced > 0 ? Math.min(grown, Math.max(this.#limit, this.#paced)) : grown,
-          );
-        }
+      }
+      if (gain && this.#roundStarved && busy < BUSY_CEILING) {
+        // Paced by answers, startup grows to the byte budget and no further (the steady target may).
+        const grown = this.#limit * STARTUP_GROWTH;
+        this.#limit = this.#clamp(
+          this.#paced > 0 ? Math.min(grown, Math.max(this.#limit, this.#paced)) : grown,
+        );
         return;
       }
+      // A gain that does not grow the limit goes on, but not on a near service in a busy process: its
+      // CPU limits, and will while it decodes; startup would only hold its initial limit while the code
+      // warms up (rounds faster by themselves): 4 pages decoded at once, each alive 4 times as long, for
+      // the first ~1 s of a loopback IPC export (issue #33). A far service's startup goes on (answers
+      // pace it).
+      if (gain && (busy < BUSY_CEILING || this.#paced > 0)) return;
       // One round without a gain ends it: the limit just doubled, so a real gain (>= 15 %) would show.
-      if (++this.#stalls < 1) return;
+      if (!gain && ++this.#stalls < 1) return;
       this.#phase = 'steady';
       this.#limit = this.#clamp(this.#target());
       return;
