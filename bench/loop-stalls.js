@@ -3,8 +3,12 @@
 // inside it (PerformanceObserver 'gc': MC = mark-compact, sc = scavenge, inc = incremental marking step),
 // then a summary: stalls with and without a GC. A fresh process per run, after one warm-up run, against
 // the bench's page server. Add node's `--trace-gc --trace-incremental-marking` to see what started each
-// mark-compact (on loopback: V8's marking task, once the heap's limit shrank to live + ~24 MB; scavenges
-// on external memory, the young generation's ArrayBuffers).
+// GC. Seen on loopback (node 20): scavenges start on "external memory pressure" (the young generation's
+// ArrayBuffers: socket reads, page bodies, decoded columns); mark-compacts start as V8's marking "task"
+// or "allocation limit" with the heap far below its limit (15 of 39 MB): the ArrayBuffers promoted since
+// the last one count against a limit that stays at the live JS heap + ~24 MB, since the ArrayBuffers
+// kept (a table's) do not raise it. So ~24 MB of promoted page buffers make a mark-compact, kept or
+// garbage: 13-18 for 500k rows whose batches are dropped, 15-24 for a toTable().
 // Usage: node bench/loop-stalls.js [--ipc] [--over 15] [--list] [--options '{"concurrency":1}']
 import { execFileSync, fork } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
