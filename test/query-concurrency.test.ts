@@ -159,6 +159,22 @@ describe('AdaptiveConcurrency', () => {
     expect(busy.finishedAt / idle.finishedAt).toBeLessThan(1.05);
   });
 
+  it('answers awaited while the event loop was busy do not grow a far startup (they may be late for that)', () => {
+    // Primed far (a loaded machine made a loopback emulator's first answers slow), answers after 270 ms:
+    // with the loop 95 % busy meanwhile, their lateness may be the client's own; with it 10 % busy, the
+    // service's: startup grows per answer as before.
+    const run = (share: number) => {
+      const c = new AdaptiveConcurrency({ far: 8, busy: () => share, loopActive: (now) => share * now });
+      c.prime(100, 40);
+      return simulate(c, { ...wan, firstByte: 270 }, 60);
+    };
+    const busy = run(0.95);
+    const idle = run(0.1);
+    const limitAt = (r: Run, t: number) => r.limits.filter((l) => l.at <= t).at(-1)!.limit;
+    expect(limitAt(busy, 1000)).toBe(8);
+    expect(limitAt(idle, 300)).toBeGreaterThanOrEqual(12);
+  });
+
   it("a far service's startup goes on in a busy process: its answers pace it", () => {
     const far = new AdaptiveConcurrency({ far: 8, busy: () => 0.95 });
     far.prime(100, 40);

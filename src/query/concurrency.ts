@@ -130,6 +130,12 @@ export interface AdaptiveOptions {
    * event loop's utilization). Startup grows only while it is below BUSY_CEILING. Unset: not measured.
    */
   readonly busy?: () => number;
+  /**
+   * The event loop's busy ms so far, a running total (`eventLoopActiveMs`); `now` is the controller's
+   * clock. A far service's answer grows startup only if the loop had room while it was awaited (see
+   * `answered`). Unset: not measured.
+   */
+  readonly loopActive?: (now: number) => number;
   /** The limit to start from when `prime()` is told of a far service. Unset: `prime()` changes nothing. */
   readonly far?: number | undefined;
 }
@@ -150,6 +156,13 @@ export function eventLoopBusy(): () => number {
   };
 }
 
+/** The event loop's busy ms so far, for `AdaptiveOptions.loopActive`; 0 where not measured. */
+export function eventLoopActiveMs(): () => number {
+  const measure = performance.eventLoopUtilization?.bind(performance);
+  if (typeof measure !== 'function') return () => 0;
+  return () => measure().active;
+}
+
 /**
  * The controller of a client's or a stream's `'auto'` concurrency: up to `max`, growing only while the
  * event loop has room, from METERED_INITIAL_LIMIT when requests are metered, else INITIAL_LIMIT.
@@ -158,6 +171,7 @@ export function adaptiveConcurrency(max: number, metered: boolean): AdaptiveConc
   return new AdaptiveConcurrency({
     max,
     busy: eventLoopBusy(),
+    loopActive: eventLoopActiveMs(),
     initial: metered ? METERED_INITIAL_LIMIT : INITIAL_LIMIT,
     far: metered ? undefined : FAR_INITIAL_LIMIT,
   });
@@ -198,6 +212,9 @@ export class AdaptiveConcurrency implements ConcurrencyController {
   #phase: 'startup' | 'steady' = 'startup';
   #seq = 0;
   readonly #startedAt = new Map<number, number>();
+  /** The event loop's busy ms when each request in flight started (only with `loopActive`). */
+  readonly #activeAt = new Map<number, number>();
+  readonly #loopActive: ((now: number) => number) | undefined;
   // The current round: when it began, the first request started in it, the bytes it delivered.
   #roundAt: number | undefined;
   #roundSeq = 0;
@@ -227,6 +244,7 @@ export class AdaptiveConcurrency implements ConcurrencyController {
     this.#min = options.min ?? 1;
     this.#max = options.max ?? 64;
     this.#busy = options.busy;
+    this.#loopActive = options.loopActive;
     this.#far = options.far;
     this.#busy?.(); // the first round's share is measured from here
     this.#ceiling = this.#max;
@@ -262,6 +280,11 @@ export class AdaptiveConcurrency implements ConcurrencyController {
     // what the CPU decodes would only wait.
     const at = this.#startedAt.get(seq);
     if (at === undefined || now - at < FAR_ANSWER_MS) return;
+    // Nor an answer awaited while the event loop was busy: it may be late only because the loop could
+    // not take it (a loopback emulator on a loaded machine: its first answers made it look far, and
+    // startup grew to 31 pages in flight, 283-328 MB for the 500k-row IPC export, issue #33).
+    const active = this.#activeAt.get(seq);
+    if (active !== undefined && this.#loopActive!(now) - active >= BUSY_CEILING * (now - at)) return;
     this.#limit = this.#clamp(this.#limit + 1);
   }
 
@@ -283,12 +306,16 @@ export class AdaptiveConcurrency implements ConcurrencyController {
   started(now: number): number {
     if (this.#roundAt === undefined) this.#newRound(now);
     this.#startedAt.set(this.#seq, now);
+    if (this.#loopActive && this.#phase === 'startup' && this.#paced > 0) {
+      this.#activeAt.set(this.#seq, this.#loopActive(now));
+    }
     return this.#seq++;
   }
 
   succeeded(seq: number, bytes: number, now: number): void {
     const at = this.#startedAt.get(seq);
     this.#startedAt.delete(seq);
+    this.#activeAt.delete(seq);
     if (at !== undefined) this.#minLatency = Math.min(this.#minLatency, Math.max(1, now - at));
     this.#meanBytes = this.#meanBytes === 0 ? bytes : 0.9 * this.#meanBytes + 0.1 * bytes;
     this.#roundBytes += bytes;
