@@ -143,6 +143,45 @@ describe('AdaptiveConcurrency', () => {
     expect(maxLimit(idle)).toBeGreaterThanOrEqual(2 * INITIAL_LIMIT);
   });
 
+  it('a busy process on a near service ends startup at its first round, not at the end of its warm-up', () => {
+    // Loopback warming up (60 ms a page, halved every 150 ms down to 8) with a consumer that waits, the event
+    // loop 95 % busy (decoding): each round faster by itself kept startup, and its 4 pages decoded at
+    // once, for the whole warm-up (the first ~1 s of the loopback IPC export: its peak RSS, issue #33).
+    // The CPU limits: the measured product reads as fast (one CPU serves the pages), fewer pages alive.
+    const warming: Service = { duration: (n, now) => n * Math.max(8, 60 * 2 ** (-now / 150)) };
+    const controller = new AdaptiveConcurrency({ busy: () => 0.95 });
+    const busy = simulate(controller, warming, 200);
+    const limitAt = (run: Run, t: number) => run.limits.filter((l) => l.at <= t).at(-1)!.limit;
+    expect(limitAt(busy, 250)).toBeLessThan(INITIAL_LIMIT);
+    expect(controller.phase).toBe('steady');
+    expect(maxLimit(busy)).toBe(INITIAL_LIMIT);
+    const idle = simulate(new AdaptiveConcurrency({ busy: () => 0.5 }), warming, 200);
+    expect(busy.finishedAt / idle.finishedAt).toBeLessThan(1.05);
+  });
+
+  it('answers awaited while the event loop was busy do not grow a far startup (they may be late for that)', () => {
+    // Primed far (a loaded machine made a loopback emulator's first answers slow), answers after 270 ms:
+    // with the loop 95 % busy meanwhile, their lateness may be the client's own; with it 10 % busy, the
+    // service's: startup grows per answer as before.
+    const run = (share: number) => {
+      const c = new AdaptiveConcurrency({ far: 8, busy: () => share, loopActive: (now) => share * now });
+      c.prime(100, 40);
+      return simulate(c, { ...wan, firstByte: 270 }, 60);
+    };
+    const busy = run(0.95);
+    const idle = run(0.1);
+    const limitAt = (r: Run, t: number) => r.limits.filter((l) => l.at <= t).at(-1)!.limit;
+    expect(limitAt(busy, 1000)).toBe(8);
+    expect(limitAt(idle, 300)).toBeGreaterThanOrEqual(12);
+  });
+
+  it("a far service's startup goes on in a busy process: its answers pace it", () => {
+    const far = new AdaptiveConcurrency({ far: 8, busy: () => 0.95 });
+    far.prime(100, 40);
+    const run = simulate(far, { ...wan, firstByte: 270 }, 60);
+    expect(maxLimit(run)).toBeGreaterThanOrEqual(16);
+  });
+
   it('a fixed 2 on the same link is far slower (the reason for adapting)', () => {
     const adaptive = simulate(new AdaptiveConcurrency(), wan, 400);
     const fixed = simulate(new FixedConcurrency(2), wan, 400);

@@ -13,7 +13,8 @@
  *        was not busy (event loop < 85 %): as TCP grows only a window that limits the sender (RFC 7661),
  *        since when pages wait for the consumer or the CPU, a faster round is the client warming up, not the
  *        link, and on loopback growing on it put 16-32 pages in flight that then waited to be decoded; after
- *        one round without that gain, settle on the bandwidth-delay product measured so far. On a far
+ *        one round without that gain (near: or with it, if the process was busy), settle on the
+ *        bandwidth-delay product measured so far. On a far
  *        service each answered request also lets one more go (`answered`, TCP's per-ACK growth), up to
  *        the stream's byte budget: the limit doubles per time to first byte, not only per whole page;
  *     2. steady: keep the bandwidth-delay product in flight (1.2 x the best recent round's rate x the
@@ -129,6 +130,12 @@ export interface AdaptiveOptions {
    * event loop's utilization). Startup grows only while it is below BUSY_CEILING. Unset: not measured.
    */
   readonly busy?: () => number;
+  /**
+   * The event loop's busy ms so far, a running total (`eventLoopActiveMs`); `now` is the controller's
+   * clock. A far service's answer grows startup only if the loop had room while it was awaited (see
+   * `answered`). Unset: not measured.
+   */
+  readonly loopActive?: (now: number) => number;
   /** The limit to start from when `prime()` is told of a far service. Unset: `prime()` changes nothing. */
   readonly far?: number | undefined;
 }
@@ -149,6 +156,13 @@ export function eventLoopBusy(): () => number {
   };
 }
 
+/** The event loop's busy ms so far, for `AdaptiveOptions.loopActive`; 0 where not measured. */
+export function eventLoopActiveMs(): () => number {
+  const measure = performance.eventLoopUtilization?.bind(performance);
+  if (typeof measure !== 'function') return () => 0;
+  return () => measure().active;
+}
+
 /**
  * The controller of a client's or a stream's `'auto'` concurrency: up to `max`, growing only while the
  * event loop has room, from METERED_INITIAL_LIMIT when requests are metered, else INITIAL_LIMIT.
@@ -157,6 +171,7 @@ export function adaptiveConcurrency(max: number, metered: boolean): AdaptiveConc
   return new AdaptiveConcurrency({
     max,
     busy: eventLoopBusy(),
+    loopActive: eventLoopActiveMs(),
     initial: metered ? METERED_INITIAL_LIMIT : INITIAL_LIMIT,
     far: metered ? undefined : FAR_INITIAL_LIMIT,
   });
@@ -197,6 +212,9 @@ export class AdaptiveConcurrency implements ConcurrencyController {
   #phase: 'startup' | 'steady' = 'startup';
   #seq = 0;
   readonly #startedAt = new Map<number, number>();
+  /** The event loop's busy ms when each request in flight started (only with `loopActive`). */
+  readonly #activeAt = new Map<number, number>();
+  readonly #loopActive: ((now: number) => number) | undefined;
   // The current round: when it began, the first request started in it, the bytes it delivered.
   #roundAt: number | undefined;
   #roundSeq = 0;
@@ -226,6 +244,7 @@ export class AdaptiveConcurrency implements ConcurrencyController {
     this.#min = options.min ?? 1;
     this.#max = options.max ?? 64;
     this.#busy = options.busy;
+    this.#loopActive = options.loopActive;
     this.#far = options.far;
     this.#busy?.(); // the first round's share is measured from here
     this.#ceiling = this.#max;
@@ -261,6 +280,11 @@ export class AdaptiveConcurrency implements ConcurrencyController {
     // what the CPU decodes would only wait.
     const at = this.#startedAt.get(seq);
     if (at === undefined || now - at < FAR_ANSWER_MS) return;
+    // Nor an answer awaited while the event loop was busy: it may be late only because the loop could
+    // not take it (a loopback emulator on a loaded machine: its first answers made it look far, and
+    // startup grew to 31 pages in flight, 283-328 MB for the 500k-row IPC export, issue #33).
+    const active = this.#activeAt.get(seq);
+    if (active !== undefined && this.#loopActive!(now) - active >= BUSY_CEILING * (now - at)) return;
     this.#limit = this.#clamp(this.#limit + 1);
   }
 
@@ -282,12 +306,16 @@ export class AdaptiveConcurrency implements ConcurrencyController {
   started(now: number): number {
     if (this.#roundAt === undefined) this.#newRound(now);
     this.#startedAt.set(this.#seq, now);
+    if (this.#loopActive && this.#phase === 'startup' && this.#paced > 0) {
+      this.#activeAt.set(this.#seq, this.#loopActive(now));
+    }
     return this.#seq++;
   }
 
   succeeded(seq: number, bytes: number, now: number): void {
     const at = this.#startedAt.get(seq);
     this.#startedAt.delete(seq);
+    this.#activeAt.delete(seq);
     if (at !== undefined) this.#minLatency = Math.min(this.#minLatency, Math.max(1, now - at));
     this.#meanBytes = this.#meanBytes === 0 ? bytes : 0.9 * this.#meanBytes + 0.1 * bytes;
     this.#roundBytes += bytes;
@@ -365,20 +393,27 @@ export class AdaptiveConcurrency implements ConcurrencyController {
     this.#rates.push(rate);
     if (this.#rates.length > RATE_WINDOW) this.#rates.shift();
     if (this.#phase === 'startup') {
-      if (rate >= this.#startupBest * STARTUP_GAIN) {
+      const gain = rate >= this.#startupBest * STARTUP_GAIN;
+      if (gain) {
         this.#startupBest = rate;
         this.#stalls = 0;
-        if (this.#roundStarved && busy < BUSY_CEILING) {
-          // Paced by answers, startup grows to the byte budget and no further (the steady target may).
-          const grown = this.#limit * STARTUP_GROWTH;
-          this.#limit = this.#clamp(
-            this.#paced > 0 ? Math.min(grown, Math.max(this.#limit, this.#paced)) : grown,
-          );
-        }
+      }
+      if (gain && this.#roundStarved && busy < BUSY_CEILING) {
+        // Paced by answers, startup grows to the byte budget and no further (the steady target may).
+        const grown = this.#limit * STARTUP_GROWTH;
+        this.#limit = this.#clamp(
+          this.#paced > 0 ? Math.min(grown, Math.max(this.#limit, this.#paced)) : grown,
+        );
         return;
       }
+      // A gain that does not grow the limit goes on, but not on a near service in a busy process: its
+      // CPU limits, and will while it decodes; startup would only hold its initial limit while the code
+      // warms up (rounds faster by themselves): 4 pages decoded at once, each alive 4 times as long, for
+      // the first ~1 s of a loopback IPC export (issue #33). A far service's startup goes on (answers
+      // pace it).
+      if (gain && (busy < BUSY_CEILING || this.#paced > 0)) return;
       // One round without a gain ends it: the limit just doubled, so a real gain (>= 15 %) would show.
-      if (++this.#stalls < 1) return;
+      if (!gain && ++this.#stalls < 1) return;
       this.#phase = 'steady';
       this.#limit = this.#clamp(this.#target());
       return;
