@@ -5,7 +5,6 @@
 // ArrayBuffers still referenced, apart from those only waiting for the GC. Peak RSS follows the
 // ArrayBuffers (glibc's mmap threshold fixed changed nothing), so both columns are what to watch.
 // Usage: node [--expose-gc] bench/ipc-memory.js [--options '{"window":2}'] [--plain] [--live]
-import { execFileSync, fork } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,6 +12,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { DatasetClient, toArrowIpc } from '../dist/index.js';
+import { runWarmThenMeasured } from './shared.js';
 
 const { values } = parseArgs({
   options: {
@@ -25,22 +25,8 @@ const MB = 2 ** 20;
 const mb = (x) => (x / MB).toFixed(0);
 
 const url = process.env.DQS_IPC_MEMORY_URL;
-if (!url) {
-  // The parent: a server, one warm-up export (pages serialized into its cache), then the measured one,
-  // each in a process of its own so that its peak is its own.
-  const server = fork(new URL('./server.js', import.meta.url), {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const { url } = await new Promise((resolve) => server.once('message', resolve));
-  for (const tag of ['warm-up', 'run']) {
-    const out = execFileSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
-      env: { ...process.env, DQS_IPC_MEMORY_URL: url, DQS_IPC_MEMORY_TAG: tag },
-    });
-    if (tag === 'run') process.stdout.write(out);
-  }
-  server.disconnect();
-  process.exit(0);
-}
+// The parent: a server, one warm-up export (pages serialized into its cache), then the measured one.
+if (!url) await runWarmThenMeasured('DQS_IPC_MEMORY_URL', 'DQS_IPC_MEMORY_TAG');
 
 const client = new DatasetClient({
   baseUrl: url,

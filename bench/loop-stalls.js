@@ -10,7 +10,6 @@
 // kept (a table's) do not raise it. So ~24 MB of promoted page buffers make a mark-compact, kept or
 // garbage: 13-18 for 500k rows whose batches are dropped, 15-24 for a toTable().
 // Usage: node bench/loop-stalls.js [--ipc] [--over 15] [--list] [--options '{"concurrency":1}']
-import { execFileSync, fork } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -19,6 +18,7 @@ import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf
 import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { DatasetClient, toArrowIpc } from '../dist/index.js';
+import { runWarmThenMeasured } from './shared.js';
 
 const { values } = parseArgs({
   options: {
@@ -30,21 +30,7 @@ const { values } = parseArgs({
 });
 
 const url = process.env.DQS_STALLS_URL;
-if (!url) {
-  const server = fork(new URL('./server.js', import.meta.url), {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const { url } = await new Promise((resolve) => server.once('message', resolve));
-  for (const tag of ['warm-up', 'run']) {
-    const out = execFileSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
-      env: { ...process.env, DQS_STALLS_URL: url },
-      maxBuffer: 1 << 26,
-    });
-    if (tag === 'run') process.stdout.write(out);
-  }
-  server.disconnect();
-  process.exit(0);
-}
+if (!url) await runWarmThenMeasured('DQS_STALLS_URL');
 
 const over = Number(values.over);
 const kinds = {

@@ -1,5 +1,6 @@
 // Pieces the benchmarks share: real emulator pages to time in process, and the naive row-object loop the
 // library's row output is compared with.
+import { execFileSync, fork } from 'node:child_process';
 import { request } from 'undici';
 
 /**
@@ -63,4 +64,26 @@ export function naiveRowMaker(columns) {
     for (let j = 0; j < columns.length; j++) o[columns[j].id] = convert(columns[j].type, r[j]);
     return o;
   };
+}
+
+/**
+ * The parent side of a bench that measures one run in a process of its own (so that its peak, its GCs and
+ * its stalls are its own): starts the bench's page server, runs this same script once to warm the
+ * server's page cache and once measured, each with the server's URL in `env[urlVariable]` (and `tag`,
+ * 'warm-up' or 'run', in `env[tagVariable]` if given), prints the measured run's output, and exits.
+ */
+export async function runWarmThenMeasured(urlVariable, tagVariable) {
+  const server = fork(new URL('./server.js', import.meta.url), {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const { url } = await new Promise((resolve) => server.once('message', resolve));
+  for (const tag of ['warm-up', 'run']) {
+    const out = execFileSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
+      env: { ...process.env, [urlVariable]: url, ...(tagVariable ? { [tagVariable]: tag } : {}) },
+      maxBuffer: 1 << 26,
+    });
+    if (tag === 'run') process.stdout.write(out);
+  }
+  server.disconnect();
+  process.exit(0);
 }
