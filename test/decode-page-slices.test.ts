@@ -16,7 +16,7 @@ import type { ColumnPlan } from '../src/convert/plan.js';
 import { type PageBody, PageDecoder } from '../src/decode/index.js';
 import { FastTableDecoder } from '../src/decode/table-json-fast.js';
 import { DatasetClient, InvalidValueError, MediaType } from '../src/index.js';
-import { setup } from './helpers.js';
+import { loopTurns, setup } from './helpers.js';
 
 const ROWS = 10_000;
 
@@ -51,21 +51,14 @@ describe('page decoding in slices', () => {
   it('lets the event loop turn while a big page is decoded', async () => {
     const { bytes, plan } = await bigPage();
     const decoder = new PageDecoder('json', plan, { fast: true, strings: 'utf8' });
-    // A stand-in for the rest of the application (a request handler, a socket read): a callback on each
-    // turn of the loop. Before, the decode took one turn to start and then ran to its end in one go.
-    let turns = 0;
-    let decoding = true;
-    const tick = () => {
-      turns++;
-      if (decoding) setImmediate(tick);
-    };
-    setImmediate(tick);
+    // Before, the decode took one turn to start and then ran to its end in one go.
+    const turns = loopTurns();
     const decoded = await decoder.decode(wholeBody(bytes), { start: 1, limit: ROWS });
-    decoding = false;
+    turns.stop();
     expect(Array.isArray(decoded.part)).toBe(false); // the fast decoder's columns, not the reference's rows
     expect(decoded.envelope?.count).toBe(ROWS);
     // ~4 MB in slices of at most 1 MB: at least 4 turns; in one go it was 1 or 2.
-    expect(turns).toBeGreaterThan(3);
+    expect(turns.count).toBeGreaterThan(3);
   });
 
   it('gives the same columns decoded in slices as the reference, and decodes may interleave', async () => {

@@ -100,3 +100,26 @@ export async function allOf(stream: Readable): Promise<unknown[]> {
   for await (const item of stream) out.push(item);
   return out;
 }
+
+/**
+ * A stand-in for the rest of an application (a request handler, a socket read): a callback on each turn
+ * of the event loop, a macrotask, until `stop()`. `count`: the turns so far; `times`: when each came.
+ */
+export function loopTurns(): { readonly count: number; readonly times: readonly number[]; stop(): void } {
+  const times: number[] = [];
+  let on = true;
+  const tick = () => {
+    times.push(performance.now());
+    if (on) setImmediate(tick);
+  };
+  setImmediate(tick);
+  return {
+    get count() {
+      return times.length;
+    },
+    times,
+    stop() {
+      on = false;
+    },
+  };
+}

@@ -10,7 +10,7 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { describe, expect, it } from 'vitest';
 import { TURN_BYTES, tookBytes } from '../src/query/read-turns.js';
-import { setup } from './helpers.js';
+import { loopTurns, setup } from './helpers.js';
 
 const ROWS = 10_000;
 
@@ -32,13 +32,6 @@ describe('page bodies read in turns', () => {
     async ({ format, decoder }) => {
       const { client } = await setup({ seed: 3, rowCap: 3 * ROWS }, { compression: false });
       const result = await client.query('job_listings', {});
-      // A stand-in for the rest of the application: a callback on each turn of the loop, with its time.
-      const turns: number[] = [];
-      let reading = true;
-      const tick = () => {
-        turns.push(performance.now());
-        if (reading) setImmediate(tick);
-      };
       // Each page's body: from its response headers to its last byte (the page channel tells when, after
       // the page's decode, which comes after the body has been read).
       const bodies: { from: number; to: number; bytes: number; bodyMs: number }[] = [];
@@ -48,13 +41,13 @@ describe('page bodies read in turns', () => {
         bodies.push({ from: to - p.bodyMs, to, bytes: p.bytes, bodyMs: p.bodyMs });
       };
       subscribe('dqs-client:page', onPage);
+      const turns = loopTurns();
       try {
-        setImmediate(tick);
         // One request at a time, pages of ~4 MB: the bodies are read one after another.
         const table = await result.toTable({ pageSize: ROWS, concurrency: 1, format, decoder });
         expect(table.numRows).toBe(3 * ROWS);
       } finally {
-        reading = false;
+        turns.stop();
         unsubscribe('dqs-client:page', onPage);
       }
       // The query's first page came with the query (no body read here): the other two were read. (CSV
@@ -62,7 +55,7 @@ describe('page bodies read in turns', () => {
       const read = bodies.filter((b) => b.bodyMs !== 0 && b.bytes > 1_500_000);
       expect(read.length).toBeGreaterThanOrEqual(1);
       for (const body of read) {
-        const during = turns.filter((t) => t > body.from && t < body.to).length;
+        const during = turns.times.filter((t) => t > body.from && t < body.to).length;
         // ~4 MB at most 256 kB a turn: at least ~15 turns while it is read; at once it was 1-3.
         expect(during).toBeGreaterThanOrEqual(Math.floor(body.bytes / TURN_BYTES / 2));
       }
@@ -91,24 +84,18 @@ describe('pages converted in turns', () => {
   it('lets the event loop turn between two pages, even when many are waiting', async () => {
     const { client } = await setup({ seed: 4, rowCap: 20 * 1000 }, { compression: false });
     const result = await client.query('job_listings', {});
-    let turn = 0;
-    let reading = true;
-    const tick = () => {
-      turn++;
-      if (reading) setImmediate(tick);
-    };
-    setImmediate(tick);
+    const loop = loopTurns();
     // The turn in which each batch (a page) reached the consumer. A slow consumer lets pages pile up in
     // the window, so several are ready at once when it reads again.
     const turns: number[] = [];
     try {
       const stream = result.stream({ pageSize: 1000, concurrency: 4, window: 8 });
       for await (const _ of stream) {
-        turns.push(turn);
+        turns.push(loop.count);
         if (turns.length === 2) await new Promise((r) => setTimeout(r, 200));
       }
     } finally {
-      reading = false;
+      loop.stop();
     }
     expect(turns.length).toBe(20);
     // At most the stream's buffer (2 batches, read at once after the pause) in one turn; beyond it, one
