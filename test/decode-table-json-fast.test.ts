@@ -294,6 +294,48 @@ describe('FastTableDecoder', () => {
     }
   });
 
+  it("leaves nothing past a string column's bytes: its buffer is recycled or not zeroed", () => {
+    const decoder = new FastTableDecoder(plan);
+    const rows = (n: number, text: (i: number) => string) =>
+      Array.from({ length: n }, (_, i) => ['nasdaq:aapl', '20240101', null, i, true, text(i)]);
+    const at = { start: 1, limit: 2_000 };
+    const long = decoder.decode(
+      Buffer.from(
+        JSON.stringify(
+          envelope(
+            rows(2_000, (i) => `long ${i} `.repeat(20)),
+            at,
+          ),
+        ),
+      ),
+      at,
+    )!;
+    decoder.recycle(long);
+    // Shorter strings into the recycled buffers: the long page's bytes lay past their end.
+    const short = decoder.decode(
+      Buffer.from(
+        JSON.stringify(
+          envelope(
+            rows(2_000, (i) => `s${i}`),
+            at,
+          ),
+        ),
+      ),
+      at,
+    )!;
+    const strings = short.columns[5]!;
+    if (strings.kind !== 'utf8') throw new Error(`expected a utf8 column, got ${strings.kind}`);
+    const end = strings.offsets[short.length]!;
+    const whole = new Uint8Array(strings.bytes.buffer, strings.bytes.byteOffset, strings.bytes.byteLength);
+    expect(whole.length).toBeGreaterThan(end);
+    expect(whole.subarray(end).every((b) => b === 0)).toBe(true);
+    expect(Buffer.from(whole.subarray(0, end)).toString()).toBe(
+      rows(2_000, (i) => `s${i}`)
+        .map((r) => r[5])
+        .join(''),
+    );
+  });
+
   it('sizes string buffers by the body, not only by the last page (regression: a huge row, then decline)', () => {
     const decoder = new FastTableDecoder(plan);
     const wide = { start: 1, limit: 16_384 };

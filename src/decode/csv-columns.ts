@@ -39,6 +39,8 @@ import {
   pageRowCapacity,
   stringBytesGuess,
   UTF8,
+  unzeroedBytes,
+  zeroTail,
 } from './page-columns.js';
 
 /** Thrown from inside csv-parse's loop to abandon a page; caught in `decode()` and never escapes. */
@@ -117,7 +119,7 @@ export class FastCsvDecoder {
           k === BOOLEAN
             ? new Uint8Array(cap)
             : k === UTF8
-              ? new Uint8Array(stringBytesGuess(this.#bytesPerRow[j]!, cap, body.length))
+              ? unzeroedBytes(stringBytesGuess(this.#bytesPerRow[j]!, cap, body.length))
               : EMPTY_U8,
         valid: k === BOOLEAN || k === DICT ? EMPTY_U8 : new Uint8Array(cap),
         pos: 0,
@@ -200,8 +202,12 @@ export class FastCsvDecoder {
     let error: unknown = core.parse(body, false, push, close);
     if (error === undefined && !failed) error = core.parse(undefined, true, push, close);
     if (error !== undefined || failed || inHeader) throw BAIL;
-    for (let j = 0; j < width; j++)
-      if (kinds[j] === UTF8) this.#bytesPerRow[j] = r > 0 ? columns[j]!.pos / r : 32;
+    for (let j = 0; j < width; j++) {
+      if (kinds[j] !== UTF8) continue;
+      // Not zeroed when made (see unzeroedBytes): nothing past the strings may reach the batch.
+      zeroTail(columns[j]!.u8, columns[j]!.pos);
+      this.#bytesPerRow[j] = r > 0 ? columns[j]!.pos / r : 32;
+    }
     return {
       length: r,
       columns: columns.map((c) => decodedColumn(c.kind, c.f64, c.i32, c.u8, c.valid, () => c.dict.entries())),

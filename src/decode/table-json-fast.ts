@@ -49,6 +49,8 @@ import {
   pageRowCapacity,
   stringBytesGuess,
   UTF8,
+  unzeroedBytes,
+  zeroTail,
 } from './page-columns.js';
 import {
   booleanCell,
@@ -129,6 +131,9 @@ export class FastTableDecoder {
       const at = walk.toRows();
       if (body[at] !== 0x5b) throw BAIL;
       page = this.#page(body, where);
+      // A turn of its own for the buffers: a page's fresh buffers (~5-8 MB for a 20,000-row page of long
+      // strings) take 1-9 ms to allocate, which with the first slice made a turn of 10-14 ms.
+      yield;
       let i = skipWs(body, at + 1);
       let lone = false;
       if (body[i] === 0x5d) i++;
@@ -157,9 +162,11 @@ export class FastTableDecoder {
       const members = walk.after(i);
       this.#fields.check(body, members.fields[0], members.fields[1]);
       const r = page.length;
-      if (r > 0) {
-        for (let j = 0; j < this.#kinds.length; j++)
-          if (this.#kinds[j] === UTF8) this.#bytesPerRow[j] = page.strPos[j]! / r;
+      for (let j = 0; j < this.#kinds.length; j++) {
+        if (this.#kinds[j] !== UTF8) continue;
+        // Unzeroed or recycled (see unzeroedBytes): nothing past the strings may reach the batch.
+        zeroTail(page.u8[j]!, page.strPos[j]!);
+        if (r > 0) this.#bytesPerRow[j] = page.strPos[j]! / r;
       }
       const { columns } = this.#columns(r, page.f64, page.i32, page.u8, page.valid, page.dicts);
       return { length: r, columns, total: members.total, count: members.count, start: members.start };
@@ -199,7 +206,7 @@ export class FastTableDecoder {
         k === BOOLEAN
           ? reuse(spare?.u8[j], cap, Uint8Array)
           : k === UTF8
-            ? reuse(spare?.u8[j], stringBytesGuess(this.#bytesPerRow[j]!, cap, b.length), Uint8Array)
+            ? reuseBytes(spare?.u8[j], stringBytesGuess(this.#bytesPerRow[j]!, cap, b.length))
             : EMPTY_U8,
       );
       valid.push(k === BOOLEAN || k === DICT ? EMPTY_U8 : reuse(spare?.valid[j], cap, Uint8Array));
@@ -427,6 +434,11 @@ interface ColumnBuffers {
   i32: Int32Array[];
   u8: Uint8Array[];
   valid: Uint8Array[];
+}
+
+/** `spare` when it holds `size` bytes, else new bytes that are not zeroed (see `unzeroedBytes`). */
+function reuseBytes(spare: Uint8Array | undefined, size: number): Uint8Array {
+  return spare !== undefined && spare.length >= size ? spare : unzeroedBytes(size);
 }
 
 function reuse<T extends Float64Array | Int32Array | Uint8Array>(
