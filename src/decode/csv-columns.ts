@@ -42,6 +42,7 @@ import {
   unzeroedBytes,
   zeroTail,
 } from './page-columns.js';
+import { StepBytes } from './slices.js';
 
 /** Thrown from inside csv-parse's loop to abandon a page; caught in `decode()` and never escapes. */
 class Bail extends Error {}
@@ -66,6 +67,9 @@ interface Column {
   dict: ByteDictionary;
 }
 
+/** Most body bytes per slice: csv-parse reads ~30 MB/s, so the slice's time (5 ms) ends it first. */
+const steps = new StepBytes(1024 * 1024);
+
 /** The column kind of each kind code (NUMBER ... DICT, in that order), for `fieldValue`. */
 const KIND_NAMES: readonly ColumnKind[] = ['number', 'date', 'datetime', 'boolean', 'string', 'string'];
 
@@ -87,13 +91,29 @@ export class FastCsvDecoder {
   /**
    * The page (a whole CSV body, header line first) as columns, or `undefined` when it is not an ordinary
    * page: the caller must then use the reference path, which gives the same rows or the right error.
+   * All at once: see `slices()`.
    */
   decode(body: Buffer, where: PageRef): DecodedColumns | undefined {
+    const steps = this.slices(body, where);
+    for (;;) {
+      const step = steps.next();
+      if (step.done) return step.value;
+    }
+  }
+
+  /**
+   * `decode()` a slice of the body at a time (slices.ts: ~5 ms each), yielding between slices so that
+   * its driver lets the event loop turn. In one go, a 20,000-row page was 100-180 ms of the main thread
+   * (csv-parse's state machine reads ~30 MB/s): a 500k-row CSV `toTable()` held the loop in such stalls
+   * most of the time (event-loop delay p99 175-260 ms). csv-parse is a streaming parser: a record or a
+   * UTF-8 character cut by a slice's end is completed by the next slice.
+   */
+  *slices(body: Buffer, where: PageRef): Generator<void, DecodedColumns | undefined, void> {
     if (this.#kinds.length === 0 || !isUtf8(body)) return undefined;
     const core = coreOf(new Parser(PARSER_OPTIONS));
     if (core === undefined) return undefined;
     try {
-      return this.#decode(body, where, core);
+      return yield* this.#decode(body, where, core);
     } catch (error) {
       // RangeError: a buffer that could not grow (a page beyond typed-array limits): the reference decides.
       if (error instanceof Bail || error instanceof RangeError) return undefined;
@@ -101,7 +121,7 @@ export class FastCsvDecoder {
     }
   }
 
-  #decode(body: Buffer, where: PageRef, core: CsvCore): DecodedColumns {
+  *#decode(body: Buffer, where: PageRef, core: CsvCore): Generator<void, DecodedColumns, void> {
     const kinds = this.#kinds;
     const ids = this.#ids;
     const width = kinds.length;
@@ -199,9 +219,13 @@ export class FastCsvDecoder {
       else failed = true;
     };
     const close = () => {};
-    let error: unknown = core.parse(body, false, push, close);
-    if (error === undefined && !failed) error = core.parse(undefined, true, push, close);
-    if (error !== undefined || failed || inHeader) throw BAIL;
+    // A turn of its own for the buffers (as the table-JSON decoder's): a few ms for a big page.
+    yield;
+    yield* steps.run(0, body.length, (from, to) => {
+      if (core.parse(body.subarray(from, to), false, push, close) !== undefined || failed) throw BAIL;
+      return to;
+    });
+    if (core.parse(undefined, true, push, close) !== undefined || failed || inHeader) throw BAIL;
     for (let j = 0; j < width; j++) {
       if (kinds[j] !== UTF8) continue;
       // Not zeroed when made (see unzeroedBytes): nothing past the strings may reach the batch.

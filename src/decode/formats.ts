@@ -145,9 +145,8 @@ export const FORMATS = {
       // from its socket at most 256 kB a turn (query/read-turns.ts), and pages reuse the buffers.
       const bodies = new BodyBuffers();
       return {
-        // biome-ignore lint/correctness/useYield: one step (the CSV decoder does not work in slices)
         *decode(body, where) {
-          const part = decoder.decode(body, where);
+          const part = yield* decoder.slices(body, where);
           return part && { part };
         },
         bodyBuffer: (size) => bodies.take(size),

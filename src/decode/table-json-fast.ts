@@ -52,6 +52,7 @@ import {
   unzeroedBytes,
   zeroTail,
 } from './page-columns.js';
+import { StepBytes } from './slices.js';
 import {
   booleanCell,
   dateCell,
@@ -117,8 +118,8 @@ export class FastTableDecoder {
   }
 
   /**
-   * `decode()` a slice of rows at a time: the generator yields after each slice of `SLICE_BYTES` of the
-   * body or `SLICE_MS`, whichever comes first (a page is ~4.5 MB, 20-30 ms in one go), so its driver can
+   * `decode()` a slice of rows at a time: the generator yields after each slice (slices.ts: ~5 ms or
+   * 1 MB of the body, whichever comes first; a page is ~4.5 MB, 20-30 ms in one go), so its driver can
    * let the event loop run between slices, and returns what `decode()` returns. Each decode keeps its own
    * state (its buffers, its lone-surrogate flag), so decodes may interleave, but a decode must be driven
    * to its end (its buffers go back to the pool only then).
@@ -138,25 +139,14 @@ export class FastTableDecoder {
       let lone = false;
       if (body[i] === 0x5d) i++;
       else {
-        for (;;) {
-          // Steps of ~1 ms until the slice's time or bytes are spent: the clock is read between steps,
-          // never per row, and a slow stretch of rows (code not yet compiled, a GC inside) ends its slice
-          // on time instead of running ~2x over it, as slices sized from the last one's speed did.
-          const first = i;
-          const t0 = performance.now();
-          let now = t0;
-          do {
-            const from = i;
-            setLoneSurrogate(false);
-            i = decodeRows(body, i, page, i + stepBytes);
-            lone ||= loneSurrogate;
-            const t = performance.now();
-            if (!page.done) stepBytes = nextStepBytes(i - from, t - now);
-            now = t;
-          } while (!page.done && now - t0 < SLICE_MS && i - first < SLICE_BYTES);
-          if (page.done) break;
-          yield;
-        }
+        const into = page;
+        yield* steps.run(i, body.length, (from, to) => {
+          setLoneSurrogate(false);
+          i = decodeRows(body, from, into, to);
+          lone ||= loneSurrogate;
+          return into.done ? undefined : i;
+        });
+        if (!into.done) throw BAIL; // the body ended inside the rows
       }
       if (lone && this.#exactStrings) throw BAIL;
       const members = walk.after(i);
@@ -408,23 +398,7 @@ function decodeRows(b: Buffer, i: number, page: PageBuffers, stop: number): numb
  * end costs a turn of the event loop; at 256 kB (~1-2 ms) a 500k-row `toTable()` on loopback ran 6-12 %
  * slower (CPU +8-11 %) with an event-loop delay p99 of 24-30 ms, at 1 MB as fast as in one go.
  */
-const SLICE_BYTES = 1024 * 1024;
-/** What a slice takes at most (give or take one step): it ends at this time or at `SLICE_BYTES`. */
-const SLICE_MS = 5;
-/** What a step of a slice should take: the clock is read once per step. */
-const STEP_MS = 1;
-
-/**
- * Bytes of the next step, of any decoder: module state on purpose, since what it tracks (whether the row
- * loop is compiled yet) is the process's. It starts small: the first pages of a process run the loop
- * before it is compiled, 10-40 ms per 256 kB.
- */
-let stepBytes = 32 * 1024;
-
-/** The bytes of the next step after one of `bytes` took `ms`: as many as fit in `STEP_MS`. */
-function nextStepBytes(bytes: number, ms: number): number {
-  return Math.max(16 * 1024, Math.min(SLICE_BYTES, Math.floor((bytes * STEP_MS) / Math.max(ms, 0.05))));
-}
+const steps = new StepBytes(1024 * 1024);
 
 /** Spare page buffers kept per decoder (pages in the window are decoded into fresh ones beyond this). */
 const MAX_SPARE = 4;
