@@ -228,6 +228,41 @@ describe('decodeXlsx', () => {
     expect(stalls).toBeGreaterThan(0);
   }, 30_000);
 
+  it('does not count a stall while the event loop is busy with other work, and reports it once idle', async () => {
+    const body = await writeXlsx(
+      ['a', 'b', 'c'],
+      Array.from({ length: 200 }, (_, i) => [`v${i}`, i, i % 3 ? null : 'x']),
+    );
+    const p = planColumns([field('a'), field('b', 'number'), field('c')]);
+    // A flip on which exceljs stalls (the test above finds several): the first such position.
+    let bad: Buffer | undefined;
+    for (let pos = 2000; pos < body.length && !bad; pos += 500) {
+      const flipped = Buffer.from(body);
+      flipped[pos]! ^= 0x55;
+      const error = await decode(chunked(flipped, [4096]), p, 100).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      if (error instanceof DecodeError && /no progress/.test(error.message)) bad = flipped;
+    }
+    expect(bad).toBeDefined();
+    // Other work holds the loop ~80 % of the time for 1.2 s (4 stall windows): a starved decode, not a
+    // stuck one, as far as the watchdog can tell. Before, it failed after the first 300 ms.
+    const started = performance.now();
+    const busyUntil = started + 1200;
+    const hog = setInterval(() => {
+      const until = performance.now() + 8;
+      while (performance.now() < until && performance.now() < busyUntil);
+      if (performance.now() >= busyUntil) clearInterval(hog);
+    }, 10);
+    const error = await caught(() => decode(chunked(bad!, [4096]), p, 300));
+    const after = performance.now() - started;
+    clearInterval(hog);
+    expect(error).toBeInstanceOf(DecodeError);
+    expect((error as Error).message).toMatch(/no progress for 300 ms/);
+    expect(after).toBeGreaterThan(1200);
+  }, 30_000);
+
   it('does not count time waiting for the network, or for the consumer, as a stall', async () => {
     // Each wait (600 ms) is longer than stallMs (400 ms), so counting one would fail the test; exceljs's
     // own work on 300 rows is a few tens of ms, so a CI machine busy with other test files (the CI run
