@@ -3,6 +3,7 @@ import ExcelJS from 'exceljs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { planColumns } from '../src/convert/index.js';
+import type { ColumnPlan } from '../src/convert/plan.js';
 import { DecodeError } from '../src/core/errors.js';
 import type { WireValue } from '../src/core/wire.js';
 import { decodeXlsx } from '../src/decode/index.js';
@@ -35,6 +36,36 @@ const rows: WireValue[][] = [
 
 const decode = (body: AsyncIterable<Buffer> | NodeJS.ReadableStream, p = plan, stallMs = 10_000) =>
   collect(decodeXlsx(body, p, where, { stallMs }));
+
+/** A workbook with one byte flipped where exceljs then stalls (neither finishes nor fails), and its plan. */
+async function stuckBody(): Promise<{ bad: Buffer; p: ColumnPlan[] }> {
+  const body = await writeXlsx(
+    ['a', 'b', 'c'],
+    Array.from({ length: 200 }, (_, i) => [`v${i}`, i, i % 3 ? null : 'x']),
+  );
+  const p = planColumns([field('a'), field('b', 'number'), field('c')]);
+  for (let pos = 2000; pos < body.length; pos += 500) {
+    const flipped = Buffer.from(body);
+    flipped[pos]! ^= 0x55;
+    const error = await decode(chunked(flipped, [4096]), p, 100).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    if (error instanceof DecodeError && /no progress/.test(error.message)) return { bad: flipped, p };
+  }
+  throw new Error('no flip made exceljs stall');
+}
+
+/** Other work holding the event loop ~80 % of the time (8 ms of every 10) for `ms`. */
+function busyLoop(ms: number): NodeJS.Timeout {
+  const busyUntil = performance.now() + ms;
+  const hog = setInterval(() => {
+    const until = performance.now() + 8;
+    while (performance.now() < until && performance.now() < busyUntil);
+    if (performance.now() >= busyUntil) clearInterval(hog);
+  }, 10);
+  return hog;
+}
 
 describe('decodeXlsx', () => {
   it('reads the emulator XLSX back to the wire rows: nulls vs "", numbers, booleans, all-null rows', async () => {
@@ -229,38 +260,31 @@ describe('decodeXlsx', () => {
   }, 30_000);
 
   it('does not count a stall while the event loop is busy with other work, and reports it once idle', async () => {
-    const body = await writeXlsx(
-      ['a', 'b', 'c'],
-      Array.from({ length: 200 }, (_, i) => [`v${i}`, i, i % 3 ? null : 'x']),
-    );
-    const p = planColumns([field('a'), field('b', 'number'), field('c')]);
-    // A flip on which exceljs stalls (the test above finds several): the first such position.
-    let bad: Buffer | undefined;
-    for (let pos = 2000; pos < body.length && !bad; pos += 500) {
-      const flipped = Buffer.from(body);
-      flipped[pos]! ^= 0x55;
-      const error = await decode(chunked(flipped, [4096]), p, 100).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      if (error instanceof DecodeError && /no progress/.test(error.message)) bad = flipped;
-    }
-    expect(bad).toBeDefined();
+    const { bad, p } = await stuckBody();
     // Other work holds the loop ~80 % of the time for 1.2 s (4 stall windows): a starved decode, not a
     // stuck one, as far as the watchdog can tell. Before, it failed after the first 300 ms.
     const started = performance.now();
-    const busyUntil = started + 1200;
-    const hog = setInterval(() => {
-      const until = performance.now() + 8;
-      while (performance.now() < until && performance.now() < busyUntil);
-      if (performance.now() >= busyUntil) clearInterval(hog);
-    }, 10);
-    const error = await caught(() => decode(chunked(bad!, [4096]), p, 300));
+    const hog = busyLoop(1200);
+    const error = await caught(() => decode(chunked(bad, [4096]), p, 300));
     const after = performance.now() - started;
     clearInterval(hog);
     expect(error).toBeInstanceOf(DecodeError);
     expect((error as Error).message).toMatch(/no progress for 300 ms/);
     expect(after).toBeGreaterThan(1200);
+  }, 30_000);
+
+  it('still reports a stuck decode when the loop never goes idle: after 5 busy windows more', async () => {
+    const { bad, p } = await stuckBody();
+    // Busy ~80 % of the time for 6 s; with stallMs 200 the decode fails after 6 windows (~1.2 s), while
+    // the loop is still busy: not never, and not after the first window either.
+    const started = performance.now();
+    const hog = busyLoop(6000);
+    const error = await caught(() => decode(chunked(bad, [4096]), p, 200));
+    const after = performance.now() - started;
+    clearInterval(hog);
+    expect(error).toBeInstanceOf(DecodeError);
+    expect(after).toBeGreaterThan(1100);
+    expect(after).toBeLessThan(5000);
   }, 30_000);
 
   it('does not count time waiting for the network, or for the consumer, as a stall', async () => {

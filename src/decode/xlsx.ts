@@ -44,6 +44,11 @@ export interface XlsxDecodeOptions {
 
 /** Event-loop utilization over which a stall window is not counted (see `Feed`'s `#arm`). */
 const BUSY_LOOP = 0.5;
+/**
+ * Busy windows in a row that are not counted, at most: a stuck exceljs in a process whose loop stays busy
+ * (a loaded server) is still reported, after this many more windows, rather than never.
+ */
+const MAX_BUSY_WINDOWS = 5;
 /** Rows per yielded chunk: small enough to stream, large enough to keep per-chunk overhead low. */
 const CHUNK_ROWS = 1000;
 const MS_PER_DAY = 86_400_000;
@@ -237,6 +242,8 @@ class Feed {
   #timer: NodeJS.Timeout | undefined;
   /** The event loop's utilization when the stall timer was armed. */
   #armedAt: EventLoopUtilization | undefined;
+  /** Busy windows not counted since exceljs last made progress (or was paused, or waited). */
+  #busyWindows = 0;
   #waitingOnNetwork = false;
   #paused = false;
   #rejectAbort!: (error: unknown) => void;
@@ -298,9 +305,15 @@ class Feed {
    * event loop was mostly busy (other pages' decodes, the application) does not count: exceljs may have
    * been starved rather than stuck. A 500k-row XLSX `toTable()` on a loaded machine (4 pages of 40,000
    * rows decoding at once, 40 % of the time in scavenges) failed so, with "no progress for 10000 ms", on a
-   * body that decodes. A stuck exceljs leaves the loop idle once the rest is done, and is reported then.
+   * body that decodes. A stuck exceljs leaves the loop idle once the rest is done, and is reported then
+   * (or after `MAX_BUSY_WINDOWS` busy windows in a row, if the loop never goes idle).
    */
   #arm(): void {
+    this.#busyWindows = 0;
+    this.#start();
+  }
+
+  #start(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     if (this.#paused || this.#waitingOnNetwork) return;
@@ -310,8 +323,9 @@ class Feed {
 
   #expired(): void {
     const busy = performance.eventLoopUtilization(this.#armedAt).utilization;
-    if (busy > BUSY_LOOP) {
-      this.#arm();
+    if (busy > BUSY_LOOP && this.#busyWindows < MAX_BUSY_WINDOWS) {
+      this.#busyWindows++;
+      this.#start();
       return;
     }
     this.#rejectAbort(
