@@ -56,15 +56,25 @@ async function stuckBody(): Promise<{ bad: Buffer; p: ColumnPlan[] }> {
   throw new Error('no flip made exceljs stall');
 }
 
-/** Other work holding the event loop ~80 % of the time (8 ms of every 10) for `ms`. */
-function busyLoop(ms: number): NodeJS.Timeout {
-  const busyUntil = performance.now() + ms;
+/**
+ * Decodes `stuckBody()` with `stallMs` while other work holds the event loop ~80 % of the time (8 ms of
+ * every 10) for `busyMs`: the error, and the ms it took to come.
+ */
+async function stuckUnderLoad(busyMs: number, stallMs: number): Promise<{ error: unknown; after: number }> {
+  const { bad, p } = await stuckBody();
+  const started = performance.now();
+  const busyUntil = started + busyMs;
   const hog = setInterval(() => {
     const until = performance.now() + 8;
     while (performance.now() < until && performance.now() < busyUntil);
     if (performance.now() >= busyUntil) clearInterval(hog);
   }, 10);
-  return hog;
+  try {
+    const error = await caught(() => decode(chunked(bad, [4096]), p, stallMs));
+    return { error, after: performance.now() - started };
+  } finally {
+    clearInterval(hog);
+  }
 }
 
 describe('decodeXlsx', () => {
@@ -260,28 +270,18 @@ describe('decodeXlsx', () => {
   }, 30_000);
 
   it('does not count a stall while the event loop is busy with other work, and reports it once idle', async () => {
-    const { bad, p } = await stuckBody();
     // Other work holds the loop ~80 % of the time for 1.2 s (4 stall windows): a starved decode, not a
     // stuck one, as far as the watchdog can tell. Before, it failed after the first 300 ms.
-    const started = performance.now();
-    const hog = busyLoop(1200);
-    const error = await caught(() => decode(chunked(bad, [4096]), p, 300));
-    const after = performance.now() - started;
-    clearInterval(hog);
+    const { error, after } = await stuckUnderLoad(1200, 300);
     expect(error).toBeInstanceOf(DecodeError);
     expect((error as Error).message).toMatch(/no progress for 300 ms/);
     expect(after).toBeGreaterThan(1200);
   }, 30_000);
 
   it('still reports a stuck decode when the loop never goes idle: after 5 busy windows more', async () => {
-    const { bad, p } = await stuckBody();
     // Busy ~80 % of the time for 6 s; with stallMs 200 the decode fails after 6 windows (~1.2 s), while
     // the loop is still busy: not never, and not after the first window either.
-    const started = performance.now();
-    const hog = busyLoop(6000);
-    const error = await caught(() => decode(chunked(bad, [4096]), p, 200));
-    const after = performance.now() - started;
-    clearInterval(hog);
+    const { error, after } = await stuckUnderLoad(6000, 200);
     expect(error).toBeInstanceOf(DecodeError);
     expect(after).toBeGreaterThan(1100);
     expect(after).toBeLessThan(5000);
