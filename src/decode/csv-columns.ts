@@ -42,7 +42,7 @@ import {
   unzeroedBytes,
   zeroTail,
 } from './page-columns.js';
-import { StepBytes } from './slices.js';
+import { allSlices, StepBytes } from './slices.js';
 
 /** Thrown from inside csv-parse's loop to abandon a page; caught in `decode()` and never escapes. */
 class Bail extends Error {}
@@ -94,11 +94,7 @@ export class FastCsvDecoder {
    * All at once: see `slices()`.
    */
   decode(body: Buffer, where: PageRef): DecodedColumns | undefined {
-    const steps = this.slices(body, where);
-    for (;;) {
-      const step = steps.next();
-      if (step.done) return step.value;
-    }
+    return allSlices(this.slices(body, where));
   }
 
   /**

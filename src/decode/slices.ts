@@ -53,3 +53,11 @@ export class StepBytes {
     }
   }
 }
+
+/** Runs a decode's slices to their end at once (a decoder's `decode()`, for callers that need no turns). */
+export function allSlices<T>(steps: Generator<void, T, void>): T {
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}

@@ -52,7 +52,7 @@ import {
   unzeroedBytes,
   zeroTail,
 } from './page-columns.js';
-import { StepBytes } from './slices.js';
+import { allSlices, StepBytes } from './slices.js';
 import {
   booleanCell,
   dateCell,
@@ -110,11 +110,7 @@ export class FastTableDecoder {
    * reference path, which will produce the same rows or the right error). All at once: see `slices()`.
    */
   decode(body: Buffer, where: PageRef): FastTablePage | undefined {
-    const steps = this.slices(body, where);
-    for (;;) {
-      const step = steps.next();
-      if (step.done) return step.value;
-    }
+    return allSlices(this.slices(body, where));
   }
 
   /**
