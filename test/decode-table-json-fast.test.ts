@@ -17,6 +17,7 @@ import {
 import { DecodeError, InvalidValueError } from '../src/core/errors.js';
 import type { WireValue } from '../src/core/wire.js';
 import { parseTablePage } from '../src/decode/index.js';
+import { allSlices } from '../src/decode/slices.js';
 import { envelopeOf } from '../src/decode/table-json.js';
 import { FastTableDecoder, readTableEnvelope } from '../src/decode/table-json-fast.js';
 import { DATASETS } from '../src/emulator/datasets/index.js';
@@ -80,13 +81,45 @@ function ipc(builder: RecordBatchBuilder): Uint8Array {
   return tableToIPC(new Table([builder.flush()]), 'stream');
 }
 
-/** The fast path: columns, or `undefined` when it declines. */
+/**
+ * The fast path: columns, or `undefined` when it declines. The same decoder fed the body as it arrives
+ * (`stream()`), in chunks of every size from 1 byte and with rows cut at every chunk's end, must give the
+ * same: the same columns, or decline the same pages.
+ */
 function fast(bytes: Buffer): Decoded | undefined {
   const page = new FastTableDecoder(plan).decode(bytes, where);
-  if (page === undefined) return undefined;
+  const whole = page && decoded(page);
+  for (const sizes of CHUNKINGS) {
+    const streamed = streamDecode(new FastTableDecoder(plan), bytes, sizes);
+    if (whole === undefined) expect(streamed, 'decoded as it arrives, a page declined whole').toBeUndefined();
+    else {
+      expect(streamed, 'declined as it arrives, a page decoded whole').toBeDefined();
+      expect(Buffer.from(decoded(streamed!).ipc).equals(Buffer.from(whole.ipc))).toBe(true);
+      expect(decoded(streamed!).members).toEqual(whole.members);
+    }
+  }
+  return whole;
+}
+
+function decoded(page: NonNullable<ReturnType<FastTableDecoder['decode']>>): Decoded {
   const builder = new RecordBatchBuilder(plan);
   builder.appendDecoded(page, 0, page.length);
   return { ipc: ipc(builder), members: [page.count, page.total, page.start] };
+}
+
+/** Chunk sizes, used in turn: bytes one at a time, odd sizes that cut rows anywhere, and big ones. */
+const CHUNKINGS = [[1], [3, 17, 1, 64, 5, 250, 2], [4096, 7, 65536]];
+
+/** `bytes` decoded as they arrive, in chunks of `sizes` in turn, rows cut at every chunk's end. */
+function streamDecode(decoder: FastTableDecoder, bytes: Buffer, sizes: readonly number[]) {
+  const stream = decoder.stream(where, bytes.length, 1);
+  for (let at = 0, k = 0; at < bytes.length; k++) {
+    const size = sizes[k % sizes.length]!;
+    // A copy: the stream must not keep a view of a chunk it was given (the socket's memory).
+    stream.push(Buffer.from(bytes.subarray(at, at + size)));
+    at += size;
+  }
+  return allSlices(stream.finish());
 }
 
 /** The property: accepted pages decode exactly as the reference; pages the reference rejects are declined. */

@@ -61,15 +61,24 @@ export class PageBuffers {
     /** Per string column: bytes written so far. */
     readonly strPos: Int32Array,
     readonly dicts: ByteDictionary[],
-    readonly body: DataView,
+    /** The bytes being decoded: the whole body, or (a page decoded as it arrives) the bytes in hand. */
+    public body: DataView,
     /** Rows the page was asked for (it may hold fewer). */
     readonly rows: number,
+    /** The body's length, or what it is expected to be (a bound for string buffers; may be Infinity). */
+    readonly bodyLength: number,
   ) {}
 
   /** Rows decoded so far. */
   length = 0;
   /** Set once the row loop has reached the array's end. */
   done = false;
+  /**
+   * The last row boundary the row loop has passed: rows decoded then, and the index of the next row's
+   * `[`. A page decoded as it arrives goes back to it when the bytes in hand end inside a row.
+   */
+  resumeRow = 0;
+  resumeAt = 0;
 }
 
 /** Doubles every column's room for rows (recycled buffers may already be longer: only those that are not). */
@@ -94,8 +103,7 @@ export function growRows(page: PageBuffers, r: number): void {
  * each, 7-10 copies of a column on the fan-out's small pages.
  */
 export function growString(page: PageBuffers, j: number, o: number, r: number): Uint8Array {
-  const expected =
-    r === 0 ? 0 : Math.min(page.body.byteLength, Math.ceil((o / r) * page.rows * STRING_HEADROOM));
+  const expected = r === 0 ? 0 : Math.min(page.bodyLength, Math.ceil((o / r) * page.rows * STRING_HEADROOM));
   const out = growText(page.u8[j]!, Math.max(o + 4096, expected), o);
   page.u8[j] = out;
   page.views[j] = new DataView(out.buffer, out.byteOffset, out.byteLength);

@@ -65,6 +65,7 @@ import {
   utf8Other,
 } from './table-json-cells.js';
 import { PageFields, PageMembersWalk } from './table-json-envelope.js';
+import { ByteRun, TablePageStream } from './table-json-stream.js';
 
 /** The bytes the hot loops compare with, as local constants: read as imports, they cost ~2 % of decoding. */
 const BACKSLASH = 0x5c;
@@ -90,6 +91,8 @@ export class FastTableDecoder {
   readonly #fields: PageFields;
   readonly #spare: ColumnBuffers[] = [];
   readonly #bodies = new BodyBuffers();
+  /** Windows of the pages decoded as they arrive (table-json-stream.ts), for the next ones. */
+  readonly #windows: ByteRun[] = [];
   /** Per column: string bytes per row seen on the last page (a sizing hint). */
   readonly #bytesPerRow: Float64Array;
 
@@ -127,7 +130,7 @@ export class FastTableDecoder {
       const walk = new PageMembersWalk(body);
       const at = walk.toRows();
       if (body[at] !== 0x5b) throw BAIL;
-      page = this.#page(body, where);
+      page = this.#page(body.length, where, new DataView(body.buffer, body.byteOffset, body.length));
       // A turn of its own for the buffers: a page's fresh buffers (~5-8 MB for a 20,000-row page of long
       // strings) take 1-9 ms to allocate, which with the first slice made a turn of 10-14 ms.
       yield;
@@ -144,34 +147,77 @@ export class FastTableDecoder {
         });
         if (!into.done) throw BAIL; // the body ended inside the rows
       }
-      if (lone && this.#exactStrings) throw BAIL;
-      const members = walk.after(i);
-      this.#fields.check(body, members.fields[0], members.fields[1]);
-      const r = page.length;
-      for (let j = 0; j < this.#kinds.length; j++) {
-        if (this.#kinds[j] !== UTF8) continue;
-        // Unzeroed or recycled (see unzeroedBytes): nothing past the strings may reach the batch.
-        zeroTail(page.u8[j]!, page.strPos[j]!);
-        if (r > 0) this.#bytesPerRow[j] = page.strPos[j]! / r;
-      }
-      const { columns } = this.#columns(r, page.f64, page.i32, page.u8, page.valid, page.dicts);
-      return { length: r, columns, total: members.total, count: members.count, start: members.start };
+      return this.#finish(page, body, walk, i, lone);
     } catch (error) {
-      if (page && this.#spare.length < MAX_SPARE) {
-        this.#spare.push({ f64: page.f64, i32: page.i32, u8: page.u8, valid: page.valid });
-      }
-      if (error instanceof Bail || error instanceof RangeError || error instanceof SyntaxError)
-        return undefined;
+      if (page) this.#giveBack(page);
+      if (isDecline(error)) return undefined;
       throw error;
     }
   }
 
-  /** The buffers to decode the rows of body `b` into: spare ones where they are large enough. */
-  #page(b: Buffer, where: PageRef): PageBuffers {
+  /**
+   * `decode()` of a body as it arrives (table-json-stream.ts): `push()` its chunks, then `finish()` returns
+   * what `decode()` would. `bodyLength` is the body's declared length, if it has one (a sizing hint);
+   * `margin` is for tests (see `TablePageStream`).
+   */
+  stream(where: PageRef, bodyLength?: number, margin?: number): TablePageStream<FastTablePage> {
+    if (this.#kinds.length === 0) return new TablePageStream<FastTablePage>(undefined);
+    const windows = this.#windows;
+    return new TablePageStream(
+      {
+        page: () => this.#page(bodyLength ?? Number.POSITIVE_INFINITY, where, EMPTY_VIEW),
+        rows: decodeRows,
+        steps,
+        finish: (page, envelope, walk, rowsEnd, lone) => this.#finish(page, envelope, walk, rowsEnd, lone),
+        giveBack: (page) => this.#giveBack(page),
+        takeWindow: () => windows.pop() ?? new ByteRun(WINDOW_BYTES),
+        releaseWindow: (window) => {
+          window.len = 0;
+          if (windows.length < MAX_WINDOWS) windows.push(window);
+        },
+      },
+      margin,
+    );
+  }
+
+  /** The page once its rows are decoded (`rowsEnd`: the index after them in `body`); throws BAIL. */
+  #finish(
+    page: PageBuffers,
+    body: Buffer,
+    walk: PageMembersWalk,
+    rowsEnd: number,
+    lone: boolean,
+  ): FastTablePage {
+    if (lone && this.#exactStrings) throw BAIL;
+    const members = walk.after(rowsEnd);
+    this.#fields.check(body, members.fields[0], members.fields[1]);
+    const r = page.length;
+    for (let j = 0; j < this.#kinds.length; j++) {
+      if (this.#kinds[j] !== UTF8) continue;
+      // Unzeroed or recycled (see unzeroedBytes): nothing past the strings may reach the batch.
+      zeroTail(page.u8[j]!, page.strPos[j]!);
+      if (r > 0) this.#bytesPerRow[j] = page.strPos[j]! / r;
+    }
+    const { columns } = this.#columns(r, page.f64, page.i32, page.u8, page.valid, page.dicts);
+    return { length: r, columns, total: members.total, count: members.count, start: members.start };
+  }
+
+  /** The buffers of a page that was declined, for the next page. */
+  #giveBack(page: PageBuffers): void {
+    if (this.#spare.length < MAX_SPARE) {
+      this.#spare.push({ f64: page.f64, i32: page.i32, u8: page.u8, valid: page.valid });
+    }
+  }
+
+  /**
+   * The buffers to decode the rows of a body of `bodyLength` bytes into (Infinity: not known yet), spare
+   * ones where they are large enough.
+   */
+  #page(bodyLength: number, where: PageRef, body: DataView): PageBuffers {
     const kinds = this.#kinds;
     const width = kinds.length;
     // A row of `width` values is at least `[` + a byte a value + commas + `],`: 2 x width + 1 bytes.
-    const cap = pageRowCapacity(where.limit, b.length, 2 * width + 1);
+    const cap = pageRowCapacity(where.limit, bodyLength, 2 * width + 1);
     // Buffers of a page already appended to the builder are reused (see `recycle()`): a page's worth
     // of fresh allocations per page is what keeps the allocator's footprint (RSS) high.
     const spare = this.#spare.pop();
@@ -192,7 +238,7 @@ export class FastTableDecoder {
         k === BOOLEAN
           ? reuse(spare?.u8[j], cap, Uint8Array)
           : k === UTF8
-            ? reuseBytes(spare?.u8[j], stringBytesGuess(this.#bytesPerRow[j]!, cap, b.length))
+            ? reuseBytes(spare?.u8[j], stringBytesGuess(this.#bytesPerRow[j]!, cap, bodyLength))
             : EMPTY_U8,
       );
       valid.push(k === BOOLEAN || k === DICT ? EMPTY_U8 : reuse(spare?.valid[j], cap, Uint8Array));
@@ -212,8 +258,9 @@ export class FastTableDecoder {
       views,
       new Int32Array(width),
       dicts,
-      new DataView(b.buffer, b.byteOffset, b.byteLength),
+      body,
       where.limit,
+      bodyLength,
     );
   }
 
@@ -383,6 +430,8 @@ function decodeRows(b: Buffer, i: number, page: PageBuffers, stop: number): numb
     page.done = end;
     if (more) {
       i = skipWs(b, after);
+      page.resumeRow = r;
+      page.resumeAt = i;
       if (i >= stop) return i;
     } else if (end) return after;
     else throw BAIL;
@@ -395,6 +444,17 @@ function decodeRows(b: Buffer, i: number, page: PageBuffers, stop: number): numb
  * slower (CPU +8-11 %) with an event-loop delay p99 of 24-30 ms, at 1 MB as fast as in one go.
  */
 const steps = new StepBytes(1024 * 1024);
+
+/** A page's window starts at this size (its bytes: the row in progress and the chunk that came). */
+const WINDOW_BYTES = 256 * 1024;
+/** Windows kept per decoder: one per page in flight on a WAN (8 MB at most). */
+const MAX_WINDOWS = 32;
+const EMPTY_VIEW = new DataView(new ArrayBuffer(0));
+
+/** A decode error that means "not an ordinary page": the reference decides. */
+export function isDecline(error: unknown): boolean {
+  return error instanceof Bail || error instanceof RangeError || error instanceof SyntaxError;
+}
 
 /** Spare page buffers kept per decoder (pages in the window are decoded into fresh ones beyond this). */
 const MAX_SPARE = 4;
