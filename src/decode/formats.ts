@@ -67,11 +67,32 @@ export type DecodeSteps<T> = Generator<void, T, void>;
 export interface FastDecoder {
   /** The page in steps; every decode started must be run to its end. */
   decode(body: Buffer, where: PageRef): DecodeSteps<DecodedPage | undefined>;
+  /**
+   * The page decoded as its body arrives, for a decoder that can: `bodyLength` is the body's declared
+   * length when it has one (a sizing hint).
+   */
+  stream?(where: PageRef, bodyLength: number | undefined): PageStream;
   /** Takes back the buffers of a decoded page once its rows were copied out. */
   recycle?(part: DecodedColumns): void;
   /** A buffer to read a body of `size` bytes into; given back with `releaseBody()`. */
   bodyBuffer?(size: number): Buffer;
   releaseBody?(buffer: Buffer): void;
+}
+
+/** A page decoded as its body arrives (the body's chunks in order, then `end()` or `abandon()`). */
+export interface PageStream {
+  /** Allocates what the page is decoded into (called in a turn of its own before the first chunk). */
+  prepare(): void;
+  push(chunk: Uint8Array): void;
+  /** The page was declined already: no need to read the rest of the body. */
+  readonly declined: boolean;
+  /**
+   * The body has ended: the page (in steps), or `undefined` when it is not ordinary (the reference then
+   * decides). Every finish started must be run to its end.
+   */
+  finish(): DecodeSteps<DecodedPage | undefined>;
+  /** The body failed: the stream gives its buffers back. */
+  abandon(): void;
 }
 
 /** What the reference decoders take besides the body. */
@@ -128,6 +149,21 @@ export const FORMATS = {
         *decode(body, where) {
           const page = yield* decoder.slices(body, where);
           return page && { part: page, envelope: page };
+        },
+        stream(where, bodyLength) {
+          const stream = decoder.stream(where, bodyLength);
+          return {
+            prepare: () => stream.prepare(),
+            push: (chunk) => stream.push(chunk),
+            get declined() {
+              return stream.declined;
+            },
+            *finish() {
+              const page = yield* stream.finish();
+              return page && { part: page, envelope: page };
+            },
+            abandon: () => stream.abandon(),
+          };
         },
         recycle: (part) => decoder.recycle(part),
         bodyBuffer: (size) => decoder.bodyBuffer(size),

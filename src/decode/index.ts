@@ -18,6 +18,12 @@ export {
   type PagePart,
   type ResultFormat,
 } from './formats.js';
-export { type BodyPool, type PageBody, PageDecoder, type PageDecoderOptions } from './page-decoder.js';
+export {
+  type BodyPool,
+  type PageBody,
+  PageDeclined,
+  PageDecoder,
+  type PageDecoderOptions,
+} from './page-decoder.js';
 export { parseTablePage } from './table-json.js';
 export { decodeXlsx, type XlsxDecodeOptions } from './xlsx.js';

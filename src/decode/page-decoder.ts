@@ -13,6 +13,7 @@ import {
   type FastDecoder,
   type FastDecoderOptions,
   FORMATS,
+  type PageStream,
   REFERENCE_DEFAULTS,
   type ReferenceOptions,
   type ResultFormat,
@@ -27,6 +28,13 @@ export interface PageBody {
   whole(pool?: BodyPool): Promise<{ body: Buffer; pooled: Buffer | undefined }>;
   /** The body's chunks as they arrive. */
   chunks(): AsyncIterable<Buffer>;
+  /**
+   * The body's chunks handed to `take` as they arrive, a bounded number of bytes per turn of the event
+   * loop (query/read-turns.ts); settles once the body has ended. Absent: a body already in hand.
+   */
+  each?(take: (chunk: Buffer) => void): Promise<void>;
+  /** The body's length when it is declared (not inflated), for sizing. */
+  readonly declaredBytes?: number | undefined;
 }
 
 /** Hands out and takes back body buffers, so pages do not each leave a body-sized allocation behind. */
@@ -40,6 +48,9 @@ export interface PageDecoderOptions extends FastDecoderOptions, Partial<Referenc
   readonly fast: boolean;
 }
 
+/** See `PageDecoder.#keepLeft`. */
+const KEEP_FIRST = 2;
+
 export class PageDecoder {
   readonly name: DecodableFormat;
   readonly format: ResultFormat;
@@ -47,6 +58,18 @@ export class PageDecoder {
   readonly #fast: FastDecoder | undefined;
   readonly #pool: BodyPool | undefined;
   readonly #reference: ReferenceOptions;
+  /**
+   * Whether pages are decoded as they arrive (when the format can). Once a page of the stream was not
+   * ordinary (values its column rejects, odd spellings), the stream's pages are read whole, as before:
+   * such a result tends to have more, and each would otherwise cost a second request.
+   */
+  #asItArrives: 'yes' | 'never' = 'yes';
+  /**
+   * Pages decoded as they arrive whose chunks are kept for the reference till their end: the first ones
+   * of a stream, so that a small result (one or two pages) never costs a second request. After them a
+   * declined page is asked for again (`PageDeclined`).
+   */
+  #keepLeft = KEEP_FIRST;
 
   constructor(name: DecodableFormat, plan: readonly ColumnPlan[], options: PageDecoderOptions) {
     this.name = name;
@@ -66,6 +89,11 @@ export class PageDecoder {
   async decode(body: PageBody, where: PageRef): Promise<DecodedPage> {
     const fast = this.#fast;
     if (fast === undefined) return this.format.reference(body.chunks(), this.plan, where, this.#reference);
+    if (fast.stream && body.each && this.#asItArrives !== 'never') {
+      const keep = this.#keepLeft > 0;
+      if (keep) this.#keepLeft--;
+      return this.#decodeAsItArrives(fast.stream(where, body.declaredBytes), body.each, where, keep);
+    }
     const { body: bytes, pooled } = await body.whole(this.#pool);
     try {
       return (
@@ -76,6 +104,59 @@ export class PageDecoder {
       // Nothing reads the body's bytes any more: the decoders copied what they keep.
       if (pooled) this.#pool!.releaseBody(pooled);
     }
+  }
+
+  /**
+   * A page decoded chunk by chunk as they come (each in the turn that reads it, so a decode never holds
+   * the loop for more than the turn's bytes). No page-sized buffer is filled first, and (past the first
+   * pages, `keep`) no chunk is kept once decoded (see table-json-stream.ts): a page that is not ordinary
+   * is then a `PageDeclined`, and the page fetcher asks for it again, read whole, for the reference.
+   */
+  async #decodeAsItArrives(
+    stream: PageStream,
+    each: (take: (chunk: Buffer) => void) => Promise<void>,
+    where: PageRef,
+    keep: boolean,
+  ): Promise<DecodedPage> {
+    const chunks: Buffer[] | undefined = keep ? [] : undefined;
+    // Chunks that came while the page's buffers were being made.
+    let early: Buffer[] | undefined = [];
+    const take = (chunk: Buffer) => {
+      chunks?.push(chunk);
+      if (early) early.push(chunk);
+      else {
+        stream.push(chunk);
+        if (stream.declined && !chunks) throw this.#declined();
+      }
+    };
+    // Read from now on: a body nobody listens to would make its error (a cut) an uncaught exception.
+    const reading = each(take);
+    reading.catch(() => {}); // awaited below, once the buffers are made
+    try {
+      // The page's buffers first, in a turn of their own and one page at a time (see `inTurns`).
+      await inTurns(prepared(stream));
+      const waiting = early;
+      early = undefined;
+      for (const chunk of waiting) {
+        stream.push(chunk);
+        if (stream.declined && !chunks) throw this.#declined();
+      }
+      await reading;
+    } catch (error) {
+      stream.abandon();
+      throw error;
+    }
+    const page = await inTurns(stream.finish());
+    if (page !== undefined) return page;
+    if (!chunks) throw this.#declined();
+    this.#asItArrives = 'never';
+    return this.format.reference(fromList(chunks), this.plan, where, this.#reference);
+  }
+
+  /** A page declined with its chunks gone: the next pages are read whole (see `#asItArrives`). */
+  #declined(): PageDeclined {
+    this.#asItArrives = 'never';
+    return new PageDeclined();
   }
 
   /** Hands the buffers of a decoded page back to the fast decoder once its rows were copied out. */
@@ -120,4 +201,26 @@ async function inTurns<T>(steps: DecodeSteps<T>): Promise<T> {
 
 async function* once(bytes: Buffer): AsyncGenerator<Buffer> {
   yield bytes;
+}
+
+// biome-ignore lint/correctness/useYield: one step, run by `inTurns` in a turn of its own
+function* prepared(stream: PageStream): DecodeSteps<void> {
+  stream.prepare();
+}
+
+async function* fromList(chunks: readonly Buffer[]): AsyncGenerator<Buffer> {
+  yield* chunks;
+}
+
+/**
+ * A page decoded as it arrived was not ordinary (its fast decoder declined it): the page fetcher asks for
+ * it again and reads it whole, so the reference decides (the same rows, or the error with its place).
+ * Keeping every chunk of every page in flight for that rare case would hold a page body per request
+ * out, which is what decoding as the bytes arrive saves. Never seen outside the page fetcher.
+ */
+export class PageDeclined extends Error {
+  constructor() {
+    super('the page is not an ordinary one: it is read again for the reference decoder');
+    this.name = 'PageDeclined';
+  }
 }

@@ -7,8 +7,8 @@
 import { channel } from 'node:diagnostics_channel';
 import { isDecodedColumns, type PagePart, partLength } from '../convert/page-parts.js';
 import { atPage, DqsError, KNOWN_QUERY_STATES, ProtocolError, QueryFailedError } from '../core/errors.js';
-import type { BodyPool, PageBody, PageDecoder } from '../decode/index.js';
-import { contentLength, countBody } from '../transport/body.js';
+import { type BodyPool, type PageBody, PageDeclined, type PageDecoder } from '../decode/index.js';
+import { contentLength, countBody, declaredLength } from '../transport/body.js';
 import { type PageTransport, statusFromHeaders } from '../transport/endpoints.js';
 import {
   asResponseTooLarge,
@@ -103,6 +103,25 @@ async function fetchPiece(
   slot: PageSlot,
   kept: KeptPage | undefined,
 ): Promise<Piece> {
+  try {
+    return await fetchPieceOnce(ctx, sub, signal, slot, kept, true);
+  } catch (error) {
+    if (!(error instanceof PageDeclined)) throw error;
+    // Decoded as it arrived, the page was not an ordinary one: asked again and read whole, so the
+    // reference decides (the same rows, or the error with its row and column). Rare: real pages are.
+    return await fetchPieceOnce(ctx, sub, signal, slot, undefined, false);
+  }
+}
+
+/** One request of a piece; `asItArrives`: its body may be decoded as it arrives (see `PageDeclined`). */
+async function fetchPieceOnce(
+  ctx: PageFetchContext,
+  sub: PageRange,
+  signal: AbortSignal,
+  slot: PageSlot,
+  kept: KeptPage | undefined,
+  asItArrives: boolean,
+): Promise<Piece> {
   const ended = await slot.send(signal);
   try {
     // The query's own first page is already in hand: decoded, not asked for again (and never slow).
@@ -114,10 +133,12 @@ async function fetchPiece(
       });
     }
     // Under a rate limit (set or learned) a request is what a read costs, so none is sent twice.
-    if (ctx.hedge === undefined || ctx.pages.rateLimited) return await fetchPieceSent(ctx, sub, signal, slot);
+    if (ctx.hedge === undefined || ctx.pages.rateLimited) {
+      return await fetchPieceSent(ctx, sub, signal, slot, asItArrives);
+    }
     const sentAt = performance.now();
     const piece = await ctx.hedge.run(
-      (s) => fetchPieceSent(ctx, sub, s, slot),
+      (s) => fetchPieceSent(ctx, sub, s, slot, asItArrives),
       signal,
       // The slower answer of a hedged request: its decoded columns go back to the decoder.
       (dropped) => {
@@ -136,6 +157,7 @@ async function fetchPieceSent(
   sub: PageRange,
   signal: AbortSignal,
   slot: PageSlot,
+  asItArrives: boolean,
 ): Promise<Piece> {
   const sentAt = performance.now();
   const response = await ctx.pages.openPage(ctx.datasetId, ctx.queryId, {
@@ -153,7 +175,7 @@ async function fetchPieceSent(
     // Formats without a page envelope (CSV, XLSX): position is what we asked for, and the total is the
     // HEAD's unless the response repeats the query headers (checked then). The spec shows none on the data GET.
     const status = ctx.decoder.format.envelope ? undefined : dataGetStatus(ctx, response);
-    const body = pageBody(response, ctx.maxResponseBytes, slot);
+    const body = pageBody(response, ctx.maxResponseBytes, slot, asItArrives);
     const wire = { codings: response.codings, wireBytes: () => response.wireBytes(body.bytes) };
     return await decodePiece(
       ctx,
@@ -256,6 +278,7 @@ function pageBody(
   response: HttpResponse,
   maxBytes: number,
   slot: PageSlot,
+  asItArrives: boolean,
 ): PageBody & { readonly bytes: number; readonly readAt: number } {
   let bytes = 0;
   let readAt = 0;
@@ -265,6 +288,27 @@ function pageBody(
     response.measured(size);
     slot.bodyRead(size);
   };
+  // The reader's own error (a `PageDeclined`) goes through as it is: it is no network failure.
+  const each = async (take: (chunk: Buffer) => void) => {
+    const count = countBody(response, maxBytes);
+    let thrown: { error: unknown } | undefined;
+    try {
+      // At most the turn's bytes a turn, with every other body (read-turns.ts).
+      await takeInTurns(response.body, (chunk) => {
+        count.add(chunk.length);
+        try {
+          take(chunk);
+        } catch (error) {
+          thrown = { error };
+          throw error;
+        }
+      });
+      read(count.end());
+    } catch (err) {
+      if (thrown) throw thrown.error;
+      throw translateError(err, response.info, response.signal);
+    }
+  };
   return {
     get bytes() {
       return bytes;
@@ -272,6 +316,7 @@ function pageBody(
     get readAt() {
       return readAt;
     },
+    ...(asItArrives ? { each, declaredBytes: declaredLength(response) } : {}),
     async whole(pool) {
       const got = pool
         ? await readPooled(response, pool, maxBytes)
