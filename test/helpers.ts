@@ -48,6 +48,30 @@ export function pageGets(emu: Emulator): number {
   return emu.requests.filter(isPageGet).length;
 }
 
+/**
+ * A table-JSON page as the service sends it, for a `fault` to serve in place of the emulator's: `rows` of
+ * a result with `fields`, from row `start` of `total`, asked with `limit`.
+ */
+export function tablePage(
+  result: { readonly id: string; readonly fields: readonly unknown[] },
+  rows: readonly unknown[],
+  at: { readonly start: number; readonly limit: number; readonly total: number },
+): string {
+  return JSON.stringify({
+    id: result.id,
+    state: 'complete',
+    total: at.total,
+    count: rows.length,
+    start: at.start,
+    limit: at.limit,
+    rows,
+    fields: result.fields,
+    group_fields: [],
+    sort_fields: [],
+    last_date_updated: '2024-01-01T00:00:00Z',
+  });
+}
+
 /** Retry pauses short enough for tests (the count of retries stays the default). */
 export const FAST_RETRY = { minDelayMs: 1, maxDelayMs: 5 };
 

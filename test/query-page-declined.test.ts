@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import type { InvalidValueError } from '../src/core/errors.js';
 import { queryRows } from '../src/emulator/index.js';
-import { expectRejects, setup } from './helpers.js';
+import { expectRejects, setup, tablePage } from './helpers.js';
 
 const SEED = 7;
 const CAP = 50;
@@ -21,19 +21,7 @@ async function withBadPages(bad: readonly number[]) {
   const page = (start: number) => {
     const rows = queryRows('job_listings', {}, { seed: SEED, rowCap: CAP }, start, 10);
     rows[3]![dateCol] = '20241345';
-    return {
-      id: result.id,
-      state: 'complete',
-      total: CAP,
-      count: 10,
-      start,
-      limit: 10,
-      rows,
-      fields: result.fields,
-      group_fields: [],
-      sort_fields: [],
-      last_date_updated: '2024-01-01T00:00:00Z',
-    };
+    return tablePage(result, rows, { start, limit: 10, total: CAP });
   };
   const gets = new Map<number, number>();
   const { client: faulty } = await setup({
@@ -43,9 +31,7 @@ async function withBadPages(bad: readonly number[]) {
       if (req.method !== 'GET' || req.query.limit !== '10') return undefined;
       const start = Number(req.query.start);
       gets.set(start, (gets.get(start) ?? 0) + 1);
-      return bad.includes(start)
-        ? { kind: 'status', status: 200, body: JSON.stringify(page(start)) }
-        : undefined;
+      return bad.includes(start) ? { kind: 'status', status: 200, body: page(start) } : undefined;
     },
   });
   return { result: await faulty.query('job_listings', {}), gets, date: result.fields[dateCol]!.id };

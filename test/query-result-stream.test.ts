@@ -21,7 +21,7 @@ import {
   toArrowIpc,
   type WireValue,
 } from '../src/index.js';
-import { expectRejects, FAST_RETRY, pageGets, setup } from './helpers.js';
+import { expectRejects, FAST_RETRY, pageGets, setup, tablePage } from './helpers.js';
 
 const SEED = 1;
 
@@ -390,25 +390,13 @@ describe('ResultStream', () => {
     const dateCol = result.fields.findIndex((f) => f.type === 'date');
     const rows = expected('job_listings', {}, 1, 10, 10);
     rows[3]![dateCol] = '20241345';
-    const page = {
-      id: result.id,
-      state: 'complete',
-      total: 10,
-      count: 10,
-      start: 1,
-      limit: 10,
-      rows,
-      fields: result.fields,
-      group_fields: [],
-      sort_fields: [],
-      last_date_updated: '2024-01-01T00:00:00Z',
-    };
+    const page = tablePage(result, rows, { start: 1, limit: 10, total: 10 });
     const { client: c2 } = await setup({
       seed: SEED,
       rowCap: 10,
       fault: (req) =>
         req.method === 'GET' && req.query.start === '1' && req.query.limit === '10'
-          ? { kind: 'status', status: 200, body: JSON.stringify(page) }
+          ? { kind: 'status', status: 200, body: page }
           : undefined,
     });
     const r2 = await c2.query('job_listings', {});
