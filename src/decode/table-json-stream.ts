@@ -1,7 +1,8 @@
 /**
  * A table-JSON page decoded as its bytes arrive, into the same columns as `FastTableDecoder.decode()`
- * and under the same contract: the same as the reference, or nothing (`finish()` returns `undefined` and
- * the caller gives the reference the body's bytes).
+ * and under the same contract: the same as the reference, or nothing (`finish()` returns `undefined`, and
+ * the reference decides: page-decoder.ts keeps the chunks of a stream's first pages for it, and has the
+ * others asked for again).
  *
  * Why: a body read whole before its decode was copied, byte by byte, into a page-sized buffer, and on a
  * WAN (16-32 pages in flight, each holding one) most of those were fresh memory: a page fault per 4 kB,
