@@ -40,6 +40,14 @@ export function setLoneSurrogate(value: boolean): void {
 export class Bail extends Error {}
 export const BAIL = new Bail('not an ordinary page');
 
+/**
+ * Whether a byte decoder's error means "not an ordinary page" (the reference decides): a `Bail`, or the
+ * `RangeError`/`SyntaxError` a slice's `JSON.parse` or a buffer's growth may throw on a hostile page.
+ */
+export function isDecline(error: unknown): boolean {
+  return error instanceof Bail || error instanceof RangeError || error instanceof SyntaxError;
+}
+
 export function isWs(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }

@@ -9,9 +9,9 @@ import type { FieldDescriptor } from '../core/wire.js';
 import {
   BACKSLASH,
   BAIL,
-  Bail,
   COMMA,
   integer,
+  isDecline,
   isWs,
   QUOTE,
   STOP,
@@ -154,8 +154,7 @@ export function readTableEnvelope(body: Buffer): TableEnvelope | undefined {
   try {
     return envelope(body);
   } catch (error) {
-    if (error instanceof Bail || error instanceof RangeError || error instanceof SyntaxError)
-      return undefined;
+    if (isDecline(error)) return undefined;
     throw error;
   }
 }

@@ -27,10 +27,10 @@ import { BodyBuffers } from './body-buffers.js';
 import { ByteDictionary, EMPTY_DICT } from './byte-dictionary.js';
 import {
   BAIL,
-  Bail,
   copyPlainRun,
   escapeInto,
   escapeLength,
+  isDecline,
   loneSurrogate,
   setLoneSurrogate,
   skipWs,
@@ -450,11 +450,6 @@ const WINDOW_BYTES = 256 * 1024;
 /** Windows kept per decoder: one per page in flight on a WAN (8 MB at most). */
 const MAX_WINDOWS = 32;
 const EMPTY_VIEW = new DataView(new ArrayBuffer(0));
-
-/** A decode error that means "not an ordinary page": the reference decides. */
-export function isDecline(error: unknown): boolean {
-  return error instanceof Bail || error instanceof RangeError || error instanceof SyntaxError;
-}
 
 /** Spare page buffers kept per decoder (pages in the window are decoded into fresh ones beyond this). */
 const MAX_SPARE = 4;

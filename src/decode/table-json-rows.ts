@@ -27,12 +27,12 @@ import { BodyBuffers } from './body-buffers.js';
 import { ByteDictionary } from './byte-dictionary.js';
 import {
   BAIL,
-  Bail,
   copyPlainRun,
   escapeInto,
   escapeLength,
   firstFlagged,
   generic,
+  isDecline,
   isNullAt,
   loneSurrogate,
   readGeneric,
@@ -130,8 +130,7 @@ export class FastRowDecoder {
         start: members.start,
       };
     } catch (error) {
-      if (error instanceof Bail || error instanceof RangeError || error instanceof SyntaxError)
-        return undefined;
+      if (isDecline(error)) return undefined;
       throw error;
     } finally {
       // The strings stay with the rows; the dictionaries' bytes are the next page's to fill.

@@ -22,7 +22,7 @@
  */
 
 import { isUtf8 } from 'node:buffer';
-import { BAIL, Bail, loneSurrogate, setLoneSurrogate, skipWs } from './json-scan.js';
+import { BAIL, Bail, isDecline, loneSurrogate, setLoneSurrogate, skipWs } from './json-scan.js';
 import { UTF8 } from './page-columns.js';
 import type { StepBytes } from './slices.js';
 import type { PageBuffers } from './table-json-cells.js';
@@ -302,6 +302,6 @@ export class TablePageStream<T> {
     this.#page = undefined;
     this.#window = undefined;
     this.#tail = undefined;
-    if (!(error instanceof Bail || error instanceof RangeError || error instanceof SyntaxError)) throw error;
+    if (!isDecline(error)) throw error;
   }
 }
