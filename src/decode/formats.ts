@@ -79,7 +79,7 @@ export interface FastDecoder {
   releaseBody?(buffer: Buffer): void;
 }
 
-/** A page decoded as its body arrives (the body's chunks in order, then `end()` or `abandon()`). */
+/** A page decoded as its body arrives (`prepare()`, the body's chunks in order, then `finish()` or `abandon()`). */
 export interface PageStream {
   /** Allocates what the page is decoded into (called in a turn of its own before the first chunk). */
   prepare(): void;

@@ -63,7 +63,7 @@ export class PageDecoder {
    * ordinary (values its column rejects, odd spellings), the stream's pages are read whole, as before:
    * such a result tends to have more, and each would otherwise cost a second request.
    */
-  #asItArrives: 'yes' | 'never' = 'yes';
+  #asItArrives = true;
   /**
    * Pages decoded as they arrive whose chunks are kept for the reference till their end: the first ones
    * of a stream, so that a small result (one or two pages) never costs a second request. After them a
@@ -89,7 +89,7 @@ export class PageDecoder {
   async decode(body: PageBody, where: PageRef): Promise<DecodedPage> {
     const fast = this.#fast;
     if (fast === undefined) return this.format.reference(body.chunks(), this.plan, where, this.#reference);
-    if (fast.stream && body.each && this.#asItArrives !== 'never') {
+    if (fast.stream && body.each && this.#asItArrives) {
       const keep = this.#keepLeft > 0;
       if (keep) this.#keepLeft--;
       return this.#decodeAsItArrives(fast.stream(where, body.declaredBytes), body.each, where, keep);
@@ -121,13 +121,14 @@ export class PageDecoder {
     const chunks: Buffer[] | undefined = keep ? [] : undefined;
     // Chunks that came while the page's buffers were being made.
     let early: Buffer[] | undefined = [];
+    const feed = (chunk: Buffer) => {
+      stream.push(chunk);
+      if (stream.declined && !chunks) throw this.#declined();
+    };
     const take = (chunk: Buffer) => {
       chunks?.push(chunk);
       if (early) early.push(chunk);
-      else {
-        stream.push(chunk);
-        if (stream.declined && !chunks) throw this.#declined();
-      }
+      else feed(chunk);
     };
     // Read from now on: a body nobody listens to would make its error (a cut) an uncaught exception.
     const reading = each(take);
@@ -137,10 +138,7 @@ export class PageDecoder {
       await inTurns(prepared(stream));
       const waiting = early;
       early = undefined;
-      for (const chunk of waiting) {
-        stream.push(chunk);
-        if (stream.declined && !chunks) throw this.#declined();
-      }
+      for (const chunk of waiting) feed(chunk);
       await reading;
     } catch (error) {
       stream.abandon();
@@ -149,13 +147,13 @@ export class PageDecoder {
     const page = await inTurns(stream.finish());
     if (page !== undefined) return page;
     if (!chunks) throw this.#declined();
-    this.#asItArrives = 'never';
+    this.#asItArrives = false;
     return this.format.reference(fromList(chunks), this.plan, where, this.#reference);
   }
 
   /** A page declined with its chunks gone: the next pages are read whole (see `#asItArrives`). */
   #declined(): PageDeclined {
-    this.#asItArrives = 'never';
+    this.#asItArrives = false;
     return new PageDeclined();
   }
 
