@@ -288,27 +288,7 @@ function pageBody(
     response.measured(size);
     slot.bodyRead(size);
   };
-  // The reader's own error (a `PageDeclined`) goes through as it is: it is no network failure.
-  const each = async (take: (chunk: Buffer) => void) => {
-    const count = countBody(response, maxBytes);
-    let thrown: { error: unknown } | undefined;
-    try {
-      // At most the turn's bytes a turn, with every other body (read-turns.ts).
-      await takeInTurns(response.body, (chunk) => {
-        count.add(chunk.length);
-        try {
-          take(chunk);
-        } catch (error) {
-          thrown = { error };
-          throw error;
-        }
-      });
-      read(count.end());
-    } catch (err) {
-      if (thrown) throw thrown.error;
-      throw translateError(err, response.info, response.signal);
-    }
-  };
+  const each = async (take: (chunk: Buffer) => void) => read(await readCounted(response, maxBytes, take));
   return {
     get bytes() {
       return bytes;
@@ -352,6 +332,36 @@ function pageBody(
   };
 }
 
+/**
+ * Hands a body's chunks to `take` as they come, at most the turn's bytes a turn with every other body
+ * (read-turns.ts), counted by the transport (the limits, and the Content-Length held: longer is a
+ * ProtocolError, shorter a cut); returns the body's size. A failed read is translated (a NetworkError is
+ * retried); an error `take` throws goes through as it is (a `PageDeclined` is no network failure).
+ */
+async function readCounted(
+  response: HttpResponse,
+  maxBytes: number,
+  take: (chunk: Buffer) => void,
+): Promise<number> {
+  const count = countBody(response, maxBytes);
+  let thrown: { error: unknown } | undefined;
+  try {
+    await takeInTurns(response.body, (chunk) => {
+      count.add(chunk.length);
+      try {
+        take(chunk);
+      } catch (error) {
+        thrown = { error };
+        throw error;
+      }
+    });
+    return count.end();
+  } catch (err) {
+    if (thrown) throw thrown.error;
+    throw translateError(err, response.info, response.signal);
+  }
+}
+
 /** The last decoded body size per pool (one per stream): the first guess of the next page's. */
 const lastBodySize = new WeakMap<BodyPool, number>();
 /** A first guess for an inflated body with nothing else to go on: a typical page inflates ~7x. */
@@ -369,9 +379,7 @@ async function readPooled(
   pool: BodyPool,
   maxBytes: number,
 ): Promise<{ body: Buffer; pooled: Buffer }> {
-  // The transport's count: the limits, and the Content-Length held (longer: ProtocolError; shorter: a cut).
-  const count = countBody(response, maxBytes);
-  const declared = count.declared;
+  const declared = declaredLength(response);
   const announced = contentLength(response.headers);
   const guess = Math.min(
     MAX_GUESS,
@@ -381,9 +389,7 @@ async function readPooled(
   let pooled = pool.bodyBuffer(declared ? declared : Math.max(1, guess));
   let size = 0;
   try {
-    // At most the turn's bytes a turn, with every other body (read-turns.ts).
-    await takeInTurns(response.body, (bytes) => {
-      count.add(bytes.length);
+    await readCounted(response, maxBytes, (bytes) => {
       if (size + bytes.length > pooled.length) {
         const bigger = pool.bodyBuffer(Math.max(2 * pooled.length, size + bytes.length));
         pooled.copy(bigger, 0, 0, size);
@@ -393,9 +399,9 @@ async function readPooled(
       bytes.copy(pooled, size);
       size += bytes.length;
     });
-    count.end();
   } catch (err) {
     pool.releaseBody(pooled);
+    // The copy's own errors too, as before (readCounted has translated the read's).
     throw translateError(err, response.info, response.signal);
   }
   if (!declared) lastBodySize.set(pool, size);
