@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import type { InvalidValueError } from '../src/core/errors.js';
 import { queryRows } from '../src/emulator/index.js';
-import { expectRejects, setup, tablePage } from './helpers.js';
+import { collectRows, expectRejects, setup, tablePage } from './helpers.js';
 
 const SEED = 7;
 const CAP = 50;
@@ -57,6 +57,17 @@ describe('a page declined as it arrives', () => {
       expect(e).toMatchObject({ row: 34, column: date, value: '20241345' });
     });
     expect(gets.get(31)).toBe(2);
+    // Every row API rejects with the same error: none resolves with the rows before the bad page.
+    const opts = { pageSize: 10, concurrency: 1 } as const;
+    for (const read of [
+      () => collectRows(result.stream(opts)),
+      () => collectRows(result.stream({ ...opts, output: 'rows' })),
+      () => result.toArray(opts),
+    ]) {
+      await expectRejects<InvalidValueError>(read(), (e) => {
+        expect(e).toMatchObject({ row: 34, column: date, value: '20241345' });
+      });
+    }
   });
 
   it('among the first pages: decided on the chunks kept for it, with no second request', async () => {
