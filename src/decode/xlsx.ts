@@ -22,7 +22,6 @@
  *   in a window when the event loop was mostly busy with other work (exceljs may have been starved).
  */
 
-import { type EventLoopUtilization, performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import type ExcelJS from 'exceljs';
 import type { ColumnKind } from '../convert/column-kind.js';
@@ -30,6 +29,7 @@ import { formatDateDays, formatTimestampMs } from '../convert/dates.js';
 import type { ColumnPlan } from '../convert/plan.js';
 import { isBigIntegerText } from '../convert/values.js';
 import { DecodeError, DqsError, type PageRef, safeRepr } from '../core/errors.js';
+import { eventLoopBusy } from '../core/event-loop.js';
 import { invalid } from '../core/validate.js';
 import type { WireValue } from '../core/wire.js';
 
@@ -240,8 +240,8 @@ class Feed {
   #pulling = false;
   #bodyError: unknown;
   #timer: NodeJS.Timeout | undefined;
-  /** The event loop's utilization when the stall timer was armed. */
-  #armedAt: EventLoopUtilization | undefined;
+  /** The loop's busy share since the timer was (re)started. */
+  #busySinceArmed: (() => number) | undefined;
   /** Busy windows not counted since exceljs last made progress (or was paused, or waited). */
   #busyWindows = 0;
   #waitingOnNetwork = false;
@@ -317,12 +317,12 @@ class Feed {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     if (this.#paused || this.#waitingOnNetwork) return;
-    this.#armedAt = performance.eventLoopUtilization();
+    this.#busySinceArmed = eventLoopBusy();
     this.#timer = setTimeout(() => this.#expired(), this.stallMs);
   }
 
   #expired(): void {
-    const busy = performance.eventLoopUtilization(this.#armedAt).utilization;
+    const busy = this.#busySinceArmed?.() ?? 0;
     if (busy > BUSY_LOOP && this.#busyWindows < MAX_BUSY_WINDOWS) {
       this.#busyWindows++;
       this.#start();

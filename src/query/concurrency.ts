@@ -30,6 +30,8 @@
  * The clock is injected so tests drive it deterministically.
  */
 
+import { eventLoopActiveMs, eventLoopBusy } from '../core/event-loop.js';
+
 export type Congestion = 'throttled' | 'unavailable' | 'timeout';
 
 export interface ConcurrencyController {
@@ -138,29 +140,6 @@ export interface AdaptiveOptions {
   readonly loopActive?: (now: number) => number;
   /** The limit to start from when `prime()` is told of a far service. Unset: `prime()` changes nothing. */
   readonly far?: number | undefined;
-}
-
-/**
- * A sampler of the event loop's utilization for `AdaptiveOptions.busy`; 0 where the runtime does not
- * measure it (growth is then judged by the delivery rate alone, as before).
- */
-export function eventLoopBusy(): () => number {
-  const measure = performance.eventLoopUtilization?.bind(performance);
-  if (typeof measure !== 'function') return () => 0;
-  let last = measure();
-  return () => {
-    const now = measure();
-    const { utilization } = measure(now, last);
-    last = now;
-    return Number.isFinite(utilization) ? utilization : 0;
-  };
-}
-
-/** The event loop's busy ms so far, for `AdaptiveOptions.loopActive`; 0 where not measured. */
-export function eventLoopActiveMs(): () => number {
-  const measure = performance.eventLoopUtilization?.bind(performance);
-  if (typeof measure !== 'function') return () => 0;
-  return () => measure().active;
 }
 
 /**
