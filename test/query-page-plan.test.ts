@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DatasetClient, MediaType, type RowLimitError } from '../src/index.js';
 import { PagePlan } from '../src/query/page-plan.js';
+import { startTestEmulator } from './emulator-helpers.js';
 import { expectRejects } from './helpers.js';
 
 const ID = 'c'.repeat(64);
@@ -210,6 +211,96 @@ describe("page size from the service's cost per row", () => {
     plan.answered(1000, 270);
     for (let i = 0; i < 3; i++) plan.answered(10_000, 2070);
     expect(plan.pageSize).toBe(10_000);
+  });
+});
+
+describe('a result the byte target would plan whole is spread while the cost per row is unknown', () => {
+  const sizing = { windowBytes: 128 * 2 ** 20, rateLimited: () => false };
+  const page = (rows: number, rowBytes: number) => ({
+    parts: [],
+    rowCount: rows,
+    bytes: rows * rowBytes,
+    requests: 1,
+  });
+  /** A plan of `total` rows of `rowBytes` after its 1,000-row first page (answered in `firstMs`). */
+  function planned(total: number, rowBytes: number, firstMs: number): PagePlan {
+    const plan = new PagePlan(1, total, 10_000, sizing);
+    plan.learn(page(1000, rowBytes));
+    plan.answered(1000, firstMs);
+    plan.skip({ start: 1, limit: 1000 });
+    return plan;
+  }
+
+  it('narrow rows: 7 pages of 27,000 rows become 15 of 13,000 for 8 requests at once, twice over', () => {
+    // The WAN bench's narrower rows: app_reviews, 193,276 rows of ~165 bytes.
+    const plan = planned(193_276, 165, 98);
+    expect(plan.pageSize).toBe(27_000); // the byte target: 4.5 MB
+    plan.spread(8);
+    expect(plan.pageSize).toBe(13_000); // 192,276 rows / (2 x 8), to a thousand rows up
+    const limits: number[] = [];
+    for (let r = plan.next(); r; r = plan.next()) limits.push(r.limit);
+    expect(limits).toHaveLength(15);
+    expect(limits.slice(0, -1).every((l) => l === 13_000)).toBe(true);
+  });
+
+  it('pages still waiting are planned anew only when the cost calls for smaller ones', () => {
+    // Rows that dominate (70 ms a request, 0.2 ms a row): 3,000-row pages, smaller than the spread 7,000.
+    const dear = planned(100_000, 430, 70 + 200);
+    dear.spread(8);
+    expect(dear.pageSize).toBe(7000); // 99,000 / 16, above the floor (10,000 / MAX_COST_CUT)
+    expect(dear.answered(7000, 70 + 1400)).toBe(false);
+    expect(dear.answered(7000, 70 + 1400)).toBe(false);
+    expect(dear.answered(7000, 70 + 1400)).toBe(true); // decided: give back what waits
+    expect(dear.pageSize).toBe(3000);
+    // The WAN bench's service (0.02 ms a row): the byte target suits it. Pages planned from now on are
+    // byte-sized; those already planned are not made bigger (the result's last pages would end alone).
+    const cheap = planned(100_000, 430, 70 + 20);
+    cheap.spread(8);
+    expect(cheap.pageSize).toBe(7000);
+    for (let i = 0; i < 3; i++) expect(cheap.answered(7000, 70 + 140)).toBe(false);
+    expect(cheap.pageSize).toBe(10_000);
+  });
+
+  it('no spread where the byte target already makes enough pages, under metering, or with a fixed pageSize', () => {
+    const big = planned(500_000, 430, 90); // 10,000-row pages: 50 of them
+    big.spread(8);
+    expect(big.pageSize).toBe(10_000);
+    const small = planned(5000, 430, 90); // 4,000 rows left: never below a quarter of the byte target
+    small.spread(8);
+    expect(small.pageSize).toBe(3000);
+    const metered = new PagePlan(1, 100_000, 10_000, { ...sizing, rateLimited: () => true });
+    metered.learn(page(1000, 430));
+    const before = metered.pageSize;
+    metered.spread(8);
+    expect(metered.pageSize).toBe(before);
+    const fixed = new PagePlan(1, 100_000, 20_000);
+    fixed.learn(page(1000, 430));
+    fixed.spread(8);
+    expect(fixed.pageSize).toBe(20_000);
+  });
+
+  it('over the emulator with a WAN shape: a 40,000-row result of narrow rows comes in spread pages, whole', async () => {
+    const emu = await startTestEmulator({ rowCap: 40_000, latencyMs: 40, pageTimeMs: 30, rowTimeMs: 0.02 });
+    const client = new DatasetClient({ baseUrl: emu.url, apiKey: emu.apiKey });
+    try {
+      const since = emu.requests.length;
+      const rows = await client.stream('app_reviews', {}, { output: 'rows' }).toArray();
+      const limits = emu.requests
+        .slice(since)
+        .filter((r) => r.method === 'GET' && /\/query\//.test(r.path) && r.query.limit)
+        .map((r) => Number(r.query.limit));
+      // The first page (1,000 rows), then pages a quarter of the byte target (~27,000 rows of these),
+      // not one page of 27,000 rows and one of the remaining 12,000.
+      expect(limits[0]).toBe(1000);
+      expect(limits.length).toBeGreaterThanOrEqual(5);
+      expect(Math.max(...limits.slice(1))).toBeLessThanOrEqual(8000);
+      expect(limits.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(40_000);
+      expect(rows).toHaveLength(40_000);
+      const whole = await client.stream('app_reviews', {}, { output: 'rows', pageSize: 40_000 }).toArray();
+      expect(rows).toEqual(whole);
+    } finally {
+      await client.close();
+    }
   });
 });
 

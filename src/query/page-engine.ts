@@ -172,6 +172,7 @@ export class PageEngine {
     // grows per answer up to what the byte budget holds (the window then bounds what is held and in flight).
     const pageBytes = pages.pageBytes ?? TARGET_PAGE_BYTES;
     scheduler.prime(source.pages.fastestAnswerMs, Math.floor(opts.windowBytes / pageBytes));
+    pages.spread(scheduler.limit);
     const ctx: PageFetchContext = {
       pages: source.pages,
       datasetId: source.datasetId,
@@ -182,7 +183,9 @@ export class PageEngine {
       maxResponseBytes: source.pages.maxResponseBytes,
       timeoutMs: opts.timeoutMs,
       hedge: opts.hedge ? this.#hedge : undefined,
-      answered: (rows, waitMs) => pages.answered(rows, waitMs),
+      answered: (rows, waitMs) => {
+        if (pages.answered(rows, waitMs)) window.retract();
+      },
     };
     // Pages of this stream waiting out a pause before a retry (a Retry-After, most often): each holds
     // its slot in the window while the consumer waits for it.

@@ -15,6 +15,8 @@ import { type PageRef, RowLimitError } from '../core/errors.js';
  */
 export const TARGET_PAGE_BYTES = 4.5e6;
 const MIN_AUTO_PAGE = 1000;
+/** `spread()`: the pages in flight at first, and as many again planned behind them. */
+const SPREAD_WAVES = 2;
 const MAX_AUTO_PAGE = 50_000;
 /** With metered requests (a rate limit, set or learned), pages are this many rows at most. */
 const MAX_METERED_PAGE = 100_000;
@@ -62,6 +64,8 @@ export class PagePlan {
   /** The page size the bytes per row gave (the most rows a page may have under `'auto'`). */
   #byteRows = MAX_AUTO_PAGE;
   #perRowBytes: number | undefined;
+  /** Pages are spread smaller than the byte target until the service's cost is known (`spread()`). */
+  #spread = false;
 
   constructor(startRow: number, total: number, pageSize: number, sizing?: PageSizing) {
     this.#next = startRow;
@@ -108,11 +112,22 @@ export class PagePlan {
    * A page request was answered (its headers came) `waitMs` after it was sent, for `rows` asked: what
    * the service's cost per row is learned from, as soon as the answers come (not when their pages have
    * arrived whole, by when many more would have been planned at the old size). With `'auto'` only.
+   * Returns true when the pages planned but still waiting for a slot should be planned anew (they were
+   * `spread()` smaller than the cost now calls for).
    */
-  answered(rows: number, waitMs: number): void {
-    if (this.#sizing === undefined || !this.#sized || this.#metered) return;
+  answered(rows: number, waitMs: number): boolean {
+    if (this.#sizing === undefined || !this.#sized || this.#metered) return false;
     const sized = this.#cost.add(rows, waitMs, this.#byteRows);
-    if (sized === undefined || sized >= this.#byteRows) return;
+    if (!this.#cost.decided) return false;
+    const spread = this.#spread;
+    this.#spread = false;
+    if (sized === undefined || sized >= this.#byteRows) {
+      // The rows' cost does not call for smaller pages: those planned from now on are byte-sized. Those
+      // already planned keep their size: made bigger, the last pages of a result would end alone, on too
+      // few connections to fill the link (a link 10x slower than the bench's: 5.06 s against 4.97).
+      if (spread) this.pageSize = this.#byteRows;
+      return false;
+    }
     // Halvings of the byte target, at most MAX_COST_CUT times smaller. Halvings: page boundaries stay the
     // same from run to run whatever the measured waits (a cache of pages keyed by start and limit, the
     // service's or a proxy's, keeps hitting; the WAN bench's emulator rebuilt every page of sizes that
@@ -122,7 +137,32 @@ export class PagePlan {
     // thousand rows `max` requests in flight hold the bytes the link needs anyway.
     let cut = 2;
     while (cut < MAX_COST_CUT && this.#byteRows / (cut * 2) >= sized) cut *= 2;
+    const before = this.#pageSize;
     this.pageSize = Math.max(MIN_AUTO_PAGE, Math.round(this.#byteRows / cut / 1000) * 1000);
+    // Pages planned at the spread size and still waiting for a slot are planned anew if this is smaller
+    // (bigger: see above).
+    return spread && this.#pageSize < before;
+  }
+
+  /**
+   * Spreads what is left over `slots` requests at once, twice over, while the service's cost per row is
+   * not known yet (`ServiceCost`): a result the byte target would cut into fewer pages than that (a
+   * small one, or narrow rows) was otherwise planned whole at once, from the first page alone, before a
+   * single answer could tell whether its rows make a big page wait (193,000 rows of 165 bytes: 7 pages of
+   * 27,000 rows, each waiting ~0.6 s for its first byte on the WAN bench, where 7,000-row pages wait 0.2
+   * s). Twice over: the first `slots` pages go out and answer, the cost is known from them, and the pages
+   * still waiting for a slot are planned anew if it calls for smaller ones (`answered()` returns true).
+   * Never smaller than the cost could make them (`MAX_COST_CUT`), nor than `MIN_AUTO_PAGE`.
+   */
+  spread(slots: number): void {
+    if (this.#sizing === undefined || !this.#sized || this.#metered || this.#cost.decided) return;
+    const rest = this.#last - this.#next + 1;
+    const rows = Math.ceil(rest / (SPREAD_WAVES * Math.max(1, slots)) / 1000) * 1000;
+    const floor = Math.max(MIN_AUTO_PAGE, Math.round(this.#byteRows / MAX_COST_CUT / 1000) * 1000);
+    const spreadRows = Math.max(floor, rows);
+    if (spreadRows >= this.#pageSize) return;
+    this.pageSize = spreadRows;
+    this.#spread = true;
   }
 
   /** Decoded bytes a page planned now is expected to hold, once a page has shown the bytes per row. */
@@ -218,6 +258,11 @@ export class ServiceCost {
   #small: { rows: number; ms: number; n: number } | undefined;
   #large: { rows: number; ms: number; n: number } | undefined;
   #decided = false;
+
+  /** Whether the answers so far have told the cost per row (then no answer changes anything). */
+  get decided(): boolean {
+    return this.#decided;
+  }
 
   /**
    * One answer: `rows` asked for, answered after `ms`. Returns the page size to use instead of
