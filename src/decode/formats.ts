@@ -39,6 +39,11 @@ export interface DecodedPage {
   readonly envelope?: PageEnvelope | undefined;
 }
 
+/** A table-JSON page decoded by a byte decoder: its rows, and its envelope members beside them. */
+function tablePage(page: (PagePart & PageEnvelope) | undefined): DecodedPage | undefined {
+  return page && { part: page, envelope: page };
+}
+
 /** Options for making a fast decoder. */
 export interface FastDecoderOptions {
   /**
@@ -137,8 +142,7 @@ export const FORMATS = {
         return {
           // biome-ignore lint/correctness/useYield: one step (the row decoder does not work in slices yet)
           *decode(body, where) {
-            const page = rows.decode(body, where);
-            return page && { part: page, envelope: page };
+            return tablePage(rows.decode(body, where));
           },
           bodyBuffer: (size) => rows.bodyBuffer(size),
           releaseBody: (buffer) => rows.releaseBody(buffer),
@@ -147,8 +151,7 @@ export const FORMATS = {
       const decoder = new FastTableDecoder(plan, options);
       return {
         *decode(body, where) {
-          const page = yield* decoder.slices(body, where);
-          return page && { part: page, envelope: page };
+          return tablePage(yield* decoder.slices(body, where));
         },
         stream(where, bodyLength) {
           const stream = decoder.stream(where, bodyLength);
@@ -159,8 +162,7 @@ export const FORMATS = {
               return stream.declined;
             },
             *finish() {
-              const page = yield* stream.finish();
-              return page && { part: page, envelope: page };
+              return tablePage(yield* stream.finish());
             },
             abandon: () => stream.abandon(),
           };

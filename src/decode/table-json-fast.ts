@@ -447,7 +447,10 @@ const steps = new StepBytes(1024 * 1024);
 
 /** A page's window starts at this size (its bytes: the row in progress and the chunk that came). */
 const WINDOW_BYTES = 256 * 1024;
-/** Windows kept per decoder: one per page in flight on a WAN (8 MB at most). */
+/**
+ * Windows kept per decoder: one per page in flight on a WAN (8 MB while none has grown; a window that
+ * grew, rows waiting in it for more bytes, is kept at its size).
+ */
 const MAX_WINDOWS = 32;
 const EMPTY_VIEW = new DataView(new ArrayBuffer(0));
 
