@@ -273,6 +273,29 @@ describe('AdaptiveConcurrency', () => {
     expect(small.limit).toBe(5);
   });
 
+  it("a far service's result planned whole within the byte budget starts with all its pages, before any request only", () => {
+    const far = new AdaptiveConcurrency({ far: 8 });
+    far.prime(100, 11);
+    far.planned(16);
+    expect(far.limit).toBe(16);
+    // Answers grow it no further: the whole result is in flight.
+    far.answered(far.started(0), 500);
+    expect(far.limit).toBe(16);
+    const near = new AdaptiveConcurrency({ far: 8 });
+    near.prime(5, 11);
+    near.planned(16);
+    expect(near.limit).toBe(INITIAL_LIMIT);
+    const started = new AdaptiveConcurrency({ far: 8 });
+    started.prime(100, 11);
+    started.started(0);
+    started.planned(16);
+    expect(started.limit).toBe(8);
+    const small = new AdaptiveConcurrency({ far: 8, max: 12 });
+    small.prime(100, 11);
+    small.planned(16);
+    expect(small.limit).toBe(12);
+  });
+
   it("paces a far service's startup jumps over its quickest page, and nothing else", () => {
     const far = new AdaptiveConcurrency({ far: 8 });
     far.prime(100, 40);

@@ -4,7 +4,7 @@
  * and an injected clock: no network.
  */
 import { describe, expect, it } from 'vitest';
-import { AdaptiveConcurrency, FixedConcurrency } from '../src/query/concurrency.js';
+import { AdaptiveConcurrency, FixedConcurrency, INITIAL_LIMIT } from '../src/query/concurrency.js';
 import { type Permit, PRIORITY_AGAIN, RequestScheduler } from '../src/query/scheduler.js';
 
 describe('RequestScheduler', () => {
@@ -169,6 +169,45 @@ describe('RequestScheduler', () => {
     held.release();
     (await next).release();
     expect(scheduler.active).toBe(0);
+  });
+
+  it('holds a limit `planned` raises for holdMs, and a refusal meanwhile keeps it from taking effect', async () => {
+    // A far service's result planned whole in 16 pages: 8 go out at once, the other 8 only after a
+    // refusal of the first 8 would have come back (it lowers the limit to the service's cap instead).
+    const primed = () => {
+      const c = new AdaptiveConcurrency({ far: 8 });
+      c.prime(100, 11);
+      return c;
+    };
+    const scheduler = new RequestScheduler(primed());
+    const changes: number[] = [];
+    scheduler.onChange((c) => changes.push(c.limit));
+    const granted: Permit[] = [];
+    scheduler.planned(16, 60);
+    for (let i = 0; i < 16; i++) void scheduler.acquire().then((p) => granted.push(p));
+    await new Promise((r) => setTimeout(r, 5));
+    expect(changes).toEqual([16]);
+    expect(granted).toHaveLength(8);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(granted).toHaveLength(16);
+    // Under a cap of 6: two of the first 8 are refused within the hold; the 8 more never go out.
+    const capped = new RequestScheduler(primed());
+    const held: Permit[] = [];
+    capped.planned(16, 60);
+    for (let i = 0; i < 16; i++) void capped.acquire().then((p) => held.push(p));
+    await new Promise((r) => setTimeout(r, 5));
+    for (const p of held) p.sending();
+    held[6]!.congested('throttled');
+    held[7]!.congested('throttled');
+    expect(capped.limit).toBe(6);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(held).toHaveLength(8);
+    // Nothing to hold: a near service, or a second call once requests went out.
+    const near = new AdaptiveConcurrency({ far: 8 });
+    near.prime(5, 11);
+    const unmoved = new RequestScheduler(near);
+    unmoved.planned(16, 60);
+    expect(unmoved.limit).toBe(INITIAL_LIMIT);
   });
 
   it('spreads a paced jump of the limit over paceMs, and a refusal meanwhile stops it', async () => {

@@ -17,6 +17,8 @@
  *        bandwidth-delay product measured so far. On a far
  *        service each answered request also lets one more go (`answered`, TCP's per-ACK growth), up to
  *        the stream's byte budget: the limit doubles per time to first byte, not only per whole page;
+ *        and a result the byte budget holds whole (as `PagePlan.spread` plans it) has all its pages in
+ *        flight from the start (`planned`), once the first ones had time to be refused;
  *     2. steady: keep the bandwidth-delay product in flight (1.2 x the best recent round's rate x the
  *        lowest request latency, over the mean page), at least 2; every 8 rounds probe a quarter higher,
  *        which stays only if it raised the best rate (latency that climbs without throughput gain does
@@ -53,6 +55,11 @@ export interface ConcurrencyController {
    * most requests the stream's byte budget holds at its page size (startup grows no further on its own).
    */
   prime?(fastestAnswerMs: number | undefined, budget?: number): void;
+  /**
+   * Before any request, after `prime`: the rest of the result is planned as `pages` pages, and the byte
+   * budget holds them all at once.
+   */
+  planned?(pages: number): void;
   /** Request `seq` was answered (its response headers, not a refusal, have arrived). */
   answered?(seq: number, now: number): void;
   /**
@@ -243,6 +250,19 @@ export class AdaptiveConcurrency implements ConcurrencyController {
     if (fastestAnswerMs === undefined || fastestAnswerMs < FAR_ANSWER_MS) return;
     this.#limit = Math.max(this.#limit, this.#clamp(this.#far));
     this.#paced = Math.max(this.#limit, budget ?? this.#limit);
+  }
+
+  /**
+   * A far service's result that the byte budget holds whole starts with all of its pages in flight:
+   * grown to them per answer, each step waits for the service's answer to a page (~0.35 s for the WAN
+   * bench's narrow rows, whose 193,000 rows went out as 8 pages and then 8 more), and nothing learned in
+   * the meantime would plan them otherwise (`PagePlan.spread` made them no more than two rounds of the
+   * start, so a per-minute limit sees the same requests, only sooner).
+   */
+  planned(pages: number): void {
+    if (this.#paced === 0 || this.#seq > 0) return;
+    this.#limit = this.#clamp(Math.max(this.#limit, pages));
+    this.#paced = Math.max(this.#paced, this.#limit);
   }
 
   /**

@@ -172,7 +172,14 @@ export class PageEngine {
     // grows per answer up to what the byte budget holds (the window then bounds what is held and in flight).
     const pageBytes = pages.pageBytes ?? TARGET_PAGE_BYTES;
     scheduler.prime(source.pages.fastestAnswerMs, Math.floor(opts.windowBytes / pageBytes));
-    pages.spread(scheduler.limit);
+    const spread = pages.spread(scheduler.limit);
+    // A spread result the byte budget holds whole goes out whole: waiting for answers before sending the
+    // rest would cost a service's wait per step and plan nothing better (`planned`). The rest wait twice
+    // the quickest answer, which a refusal by a service that caps requests in flight takes at most (a
+    // new connection's handshake, then the request).
+    if (spread > 0 && spread * (pages.pageBytes ?? Number.POSITIVE_INFINITY) <= opts.windowBytes) {
+      scheduler.planned(spread, 2 * (source.pages.fastestAnswerMs ?? 0));
+    }
     const ctx: PageFetchContext = {
       pages: source.pages,
       datasetId: source.datasetId,

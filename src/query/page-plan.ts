@@ -154,15 +154,16 @@ export class PagePlan {
    * still waiting for a slot are planned anew if it calls for smaller ones (`answered()` returns true).
    * Never smaller than the cost could make them (`MAX_COST_CUT`), nor than `MIN_AUTO_PAGE`.
    */
-  spread(slots: number): void {
-    if (this.#sizing === undefined || !this.#sized || this.#metered || this.#cost.decided) return;
+  spread(slots: number): number {
+    if (this.#sizing === undefined || !this.#sized || this.#metered || this.#cost.decided) return 0;
     const rest = this.#last - this.#next + 1;
     const rows = Math.ceil(rest / (SPREAD_WAVES * Math.max(1, slots)) / 1000) * 1000;
     const floor = Math.max(MIN_AUTO_PAGE, Math.round(this.#byteRows / MAX_COST_CUT / 1000) * 1000);
     const spreadRows = Math.max(floor, rows);
-    if (spreadRows >= this.#pageSize) return;
+    if (spreadRows >= this.#pageSize) return 0;
     this.pageSize = spreadRows;
     this.#spread = true;
+    return Math.ceil(rest / this.#pageSize);
   }
 
   /** Decoded bytes a page planned now is expected to hold, once a page has shown the bytes per row. */
