@@ -202,6 +202,16 @@ describe('RequestScheduler', () => {
     expect(capped.limit).toBe(6);
     await new Promise((r) => setTimeout(r, 100));
     expect(held).toHaveLength(8);
+    // An answer ends the hold at once: refusals come back before answers.
+    const answering = new RequestScheduler(primed());
+    const early: Permit[] = [];
+    answering.planned(16, 10_000);
+    for (let i = 0; i < 16; i++) void answering.acquire().then((p) => early.push(p));
+    await new Promise((r) => setTimeout(r, 5));
+    expect(early).toHaveLength(8);
+    early[0]!.answered();
+    await new Promise((r) => setTimeout(r, 5));
+    expect(early).toHaveLength(16);
     // Nothing to hold: a near service, or a second call once requests went out.
     const near = new AdaptiveConcurrency({ far: 8 });
     near.prime(5, 11);

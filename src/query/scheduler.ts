@@ -123,6 +123,8 @@ export class RequestScheduler {
   #burst: Burst | undefined;
   /** Raises the queue's concurrency step by step up to the limit while a jump is paced (`#follow`). */
   #ramp: NodeJS.Timeout | undefined;
+  /** Until it fires, a raise `planned()` made waits (the queue's concurrency stays as it was). */
+  #hold: NodeJS.Timeout | undefined;
 
   constructor(controller: ConcurrencyController, now: () => number = () => performance.now()) {
     this.#controller = controller;
@@ -176,13 +178,19 @@ export class RequestScheduler {
     if (limit <= previous) return;
     for (const listener of this.#listeners) listener({ limit, previous, reason: 'measured' });
     this.#stopRamp();
-    // Held as a ramp is: a lower limit meanwhile (a refusal) takes effect at once and ends the hold.
-    this.#ramp = setTimeout(() => {
-      this.#ramp = undefined;
-      this.#follow(this.#controller.limit);
-      this.#wakeResenders();
-    }, holdMs);
-    this.#ramp.unref();
+    // A lower limit meanwhile (a refusal) takes effect at once and ends the hold (`#follow`). So does an
+    // answer: refusals come back sooner than answers, and an answer let one more request go before (a
+    // service slow to answer anything would otherwise hold the rest for twice its slowness).
+    this.#hold = setTimeout(() => this.#endHold(), holdMs);
+    this.#hold.unref();
+  }
+
+  #endHold(): void {
+    if (this.#hold === undefined) return;
+    clearTimeout(this.#hold);
+    this.#hold = undefined;
+    this.#follow(this.#controller.limit);
+    this.#wakeResenders();
   }
 
   /**
@@ -229,6 +237,7 @@ export class RequestScheduler {
       answered: () => {
         if (answered) return;
         answered = true;
+        this.#endHold();
         this.#observe(() => this.#controller.answered?.(seq, this.#now()), 'measured');
       },
       succeeded: (bytes) => {
@@ -310,8 +319,8 @@ export class RequestScheduler {
    */
   #follow(limit: number): void {
     const current = this.#slots.concurrency;
-    // A ramp under way goes on to the limit as it is at each step.
-    if (this.#ramp !== undefined && limit > current) return;
+    // A ramp under way goes on to the limit as it is at each step; a hold, to the limit as it is at its end.
+    if ((this.#ramp !== undefined || this.#hold !== undefined) && limit > current) return;
     this.#stopRamp();
     const pace = this.#controller.paceMs ?? 0;
     if (pace <= 0 || limit - current < 2) {
@@ -331,6 +340,10 @@ export class RequestScheduler {
   }
 
   #stopRamp(): void {
+    if (this.#hold !== undefined) {
+      clearTimeout(this.#hold);
+      this.#hold = undefined;
+    }
     if (this.#ramp === undefined) return;
     clearInterval(this.#ramp);
     this.#ramp = undefined;
