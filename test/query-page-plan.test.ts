@@ -309,55 +309,39 @@ describe("a far service's result the byte budget holds goes out whole, after a r
   // 8,000 rows, each waiting ~0.9 s for its first byte. Grown per answer, the 8 after the first 8 went
   // out only once those answered, ~0.9 s later; the byte budget holds all 15, so they go out together.
   const shape = { rowCap: 120_000, latencyMs: 40, pageTimeMs: 30, rowTimeMs: 0.1 };
-  const pageRequests = (
-    emu: {
-      requests: readonly {
-        method: string;
-        path: string;
-        query: Record<string, string>;
-        at: number;
-        status: number | null;
-      }[];
-    },
-    since: number,
-  ) =>
-    emu.requests.slice(since).filter((r) => r.method === 'GET' && /\/query\//.test(r.path) && r.query.limit);
-
-  it('all its pages are asked for within a page of each other, and the rows are whole', async () => {
-    const emu = await startTestEmulator(shape);
+  /** The rows read from a fresh emulator of `shape` and `options`, and the page requests it saw. */
+  async function read(options: { maxInFlight?: number } = {}) {
+    const emu = await startTestEmulator({ ...shape, ...options });
     const client = new DatasetClient({ baseUrl: emu.url, apiKey: emu.apiKey });
     try {
-      const since = emu.requests.length;
       let rows = 0;
       for await (const batch of client.stream('app_reviews', {})) rows += batch.numRows;
-      expect(rows).toBe(120_000);
-      const pages = pageRequests(emu, since).slice(1); // after the query's first page
-      expect(pages.length).toBeGreaterThan(8);
-      const at = pages.map((r) => r.at);
-      // One page's wait is 30 + 8,000 x 0.1 ms = 830 ms: every request arrived before any could be answered.
-      expect(Math.max(...at) - Math.min(...at)).toBeLessThan(600);
+      const pages = emu.requests.filter(
+        (r) => r.method === 'GET' && /\/query\//.test(r.path) && r.query.limit,
+      );
+      return { rows, pages };
     } finally {
       await client.close();
       await emu.close();
     }
+  }
+
+  it('all its pages are asked for within a page of each other, and the rows are whole', async () => {
+    const { rows, pages } = await read();
+    expect(rows).toBe(120_000);
+    const at = pages.slice(1).map((r) => r.at); // after the query's first page
+    expect(at.length).toBeGreaterThan(8);
+    // One page's wait is 30 + 8,000 x 0.1 ms = 830 ms: every request arrived before any could be answered.
+    expect(Math.max(...at) - Math.min(...at)).toBeLessThan(600);
   });
 
   it('under a cap of 4 requests in flight, only the first 8 can be refused, and none after', async () => {
-    const emu = await startTestEmulator({ ...shape, maxInFlight: 4 });
-    const client = new DatasetClient({ baseUrl: emu.url, apiKey: emu.apiKey });
-    try {
-      const since = emu.requests.length;
-      let rows = 0;
-      for await (const batch of client.stream('app_reviews', {})) rows += batch.numRows;
-      expect(rows).toBe(120_000);
-      const refused = pageRequests(emu, since).filter((r) => r.status === 429);
-      // Sent all at once, 16 requests met a cap of 4: 12 refusals, each then waiting out its Retry-After.
-      expect(refused.length).toBeLessThanOrEqual(4);
-      expect(refused.every((r) => r.at - refused[0]!.at < 1000)).toBe(true);
-    } finally {
-      await client.close();
-      await emu.close();
-    }
+    const { rows, pages } = await read({ maxInFlight: 4 });
+    expect(rows).toBe(120_000);
+    const refused = pages.filter((r) => r.status === 429);
+    // Sent all at once, 16 requests met a cap of 4: 12 refusals, each then waiting out its Retry-After.
+    expect(refused.length).toBeLessThanOrEqual(4);
+    expect(refused.every((r) => r.at - refused[0]!.at < 1000)).toBe(true);
   });
 });
 

@@ -174,45 +174,41 @@ describe('RequestScheduler', () => {
   it('holds a limit `planned` raises for holdMs, and a refusal meanwhile keeps it from taking effect', async () => {
     // A far service's result planned whole in 16 pages: 8 go out at once, the other 8 only after a
     // refusal of the first 8 would have come back (it lowers the limit to the service's cap instead).
-    const primed = () => {
-      const c = new AdaptiveConcurrency({ far: 8 });
-      c.prime(100, 11);
-      return c;
+    const planned = (holdMs: number) => {
+      const controller = new AdaptiveConcurrency({ far: 8 });
+      controller.prime(100, 11);
+      const scheduler = new RequestScheduler(controller);
+      const changes: number[] = [];
+      scheduler.onChange((c) => changes.push(c.limit));
+      scheduler.planned(16, holdMs);
+      const granted: Permit[] = [];
+      for (let i = 0; i < 16; i++) void scheduler.acquire().then((p) => granted.push(p));
+      return { scheduler, changes, granted };
     };
-    const scheduler = new RequestScheduler(primed());
-    const changes: number[] = [];
-    scheduler.onChange((c) => changes.push(c.limit));
-    const granted: Permit[] = [];
-    scheduler.planned(16, 60);
-    for (let i = 0; i < 16; i++) void scheduler.acquire().then((p) => granted.push(p));
-    await new Promise((r) => setTimeout(r, 5));
-    expect(changes).toEqual([16]);
-    expect(granted).toHaveLength(8);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(granted).toHaveLength(16);
+    const turn = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const held = planned(60);
+    await turn(5);
+    expect(held.changes).toEqual([16]);
+    expect(held.granted).toHaveLength(8);
+    await turn(100);
+    expect(held.granted).toHaveLength(16);
     // Under a cap of 6: two of the first 8 are refused within the hold; the 8 more never go out.
-    const capped = new RequestScheduler(primed());
-    const held: Permit[] = [];
-    capped.planned(16, 60);
-    for (let i = 0; i < 16; i++) void capped.acquire().then((p) => held.push(p));
-    await new Promise((r) => setTimeout(r, 5));
-    for (const p of held) p.sending();
-    held[6]!.congested('throttled');
-    held[7]!.congested('throttled');
-    expect(capped.limit).toBe(6);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(held).toHaveLength(8);
+    const capped = planned(60);
+    await turn(5);
+    for (const p of capped.granted) p.sending();
+    capped.granted[6]!.congested('throttled');
+    capped.granted[7]!.congested('throttled');
+    expect(capped.scheduler.limit).toBe(6);
+    await turn(100);
+    expect(capped.granted).toHaveLength(8);
     // An answer ends the hold at once: refusals come back before answers.
-    const answering = new RequestScheduler(primed());
-    const early: Permit[] = [];
-    answering.planned(16, 10_000);
-    for (let i = 0; i < 16; i++) void answering.acquire().then((p) => early.push(p));
-    await new Promise((r) => setTimeout(r, 5));
-    expect(early).toHaveLength(8);
-    early[0]!.answered();
-    await new Promise((r) => setTimeout(r, 5));
-    expect(early).toHaveLength(16);
-    // Nothing to hold: a near service, or a second call once requests went out.
+    const answered = planned(10_000);
+    await turn(5);
+    expect(answered.granted).toHaveLength(8);
+    answered.granted[0]!.answered();
+    await turn(5);
+    expect(answered.granted).toHaveLength(16);
+    // Nothing to hold for a near service.
     const near = new AdaptiveConcurrency({ far: 8 });
     near.prime(5, 11);
     const unmoved = new RequestScheduler(near);
