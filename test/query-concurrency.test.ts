@@ -273,9 +273,10 @@ describe('AdaptiveConcurrency', () => {
     expect(small.limit).toBe(5);
   });
 
-  it("a far service's result planned whole within the byte budget starts with all its pages, before any request only", () => {
+  it("a far service's result planned whole within the byte budget raises the limit to its pages, in startup only", () => {
     const far = new AdaptiveConcurrency({ far: 8 });
     far.prime(100, 11);
+    far.started(0);
     far.planned(16);
     expect(far.limit).toBe(16);
     // Answers grow it no further: the whole result is in flight.
@@ -285,11 +286,17 @@ describe('AdaptiveConcurrency', () => {
     near.prime(5, 11);
     near.planned(16);
     expect(near.limit).toBe(INITIAL_LIMIT);
-    const started = new AdaptiveConcurrency({ far: 8 });
-    started.prime(100, 11);
-    started.started(0);
-    started.planned(16);
-    expect(started.limit).toBe(8);
+    // After pushback the service sets the limit: a cap of 6, or an overload, is not raised past.
+    const refused = new AdaptiveConcurrency({ far: 8 });
+    refused.prime(100, 11);
+    refused.congested('throttled', 7, 50);
+    refused.planned(16);
+    expect(refused.limit).toBe(6);
+    const overloaded = new AdaptiveConcurrency({ far: 8 });
+    overloaded.prime(100, 11);
+    overloaded.congested('unavailable', 8, 50);
+    overloaded.planned(16);
+    expect(overloaded.limit).toBe(5);
     const small = new AdaptiveConcurrency({ far: 8, max: 12 });
     small.prime(100, 11);
     small.planned(16);

@@ -171,9 +171,9 @@ describe('RequestScheduler', () => {
     expect(scheduler.active).toBe(0);
   });
 
-  it('holds a limit `planned` raises for holdMs, and a refusal meanwhile keeps it from taking effect', async () => {
+  it('tells the controller of `planned` pages after holdMs or the first wave, and never after pushback', async () => {
     // A far service's result planned whole in 16 pages: 8 go out at once, the other 8 only after a
-    // refusal of the first 8 would have come back (it lowers the limit to the service's cap instead).
+    // refusal of the first 8 would have come back (which ends startup: they never go out).
     const planned = (holdMs: number) => {
       const controller = new AdaptiveConcurrency({ far: 8 });
       controller.prime(100, 11);
@@ -188,9 +188,10 @@ describe('RequestScheduler', () => {
     const turn = (ms: number) => new Promise((r) => setTimeout(r, ms));
     const held = planned(60);
     await turn(5);
-    expect(held.changes).toEqual([16]);
+    expect(held.changes).toEqual([]);
     expect(held.granted).toHaveLength(8);
     await turn(100);
+    expect(held.changes).toEqual([16]); // told when it takes effect
     expect(held.granted).toHaveLength(16);
     // Under a cap of 6: two of the first 8 are refused within the hold; the 8 more never go out.
     const capped = planned(60);
@@ -200,20 +201,39 @@ describe('RequestScheduler', () => {
     capped.granted[7]!.congested('throttled');
     expect(capped.scheduler.limit).toBe(6);
     await turn(100);
+    expect(capped.scheduler.limit).toBe(6);
     expect(capped.granted).toHaveLength(8);
-    // An answer ends the hold at once: refusals come back before answers.
+    // An overload (503) in the hold cuts from the 8 in flight, not from 16.
+    const overloaded = planned(60);
+    await turn(5);
+    overloaded.granted[0]!.congested('unavailable');
+    await turn(100);
+    expect(overloaded.scheduler.limit).toBe(5);
+    expect(overloaded.granted).toHaveLength(8);
+    // The first wave answered: the hold ends then. One answer does not end it (the request on the
+    // connection already open answers sooner than a refusal on a new one comes back).
     const answered = planned(10_000);
     await turn(5);
-    expect(answered.granted).toHaveLength(8);
     answered.granted[0]!.answered();
     await turn(5);
+    expect(answered.granted).toHaveLength(8);
+    for (const p of answered.granted.slice(1)) p.answered();
+    await turn(5);
     expect(answered.granted).toHaveLength(16);
-    // Nothing to hold for a near service.
+    // Nothing to hold for a near service, nor once the scheduler has given out a slot.
     const near = new AdaptiveConcurrency({ far: 8 });
     near.prime(5, 11);
     const unmoved = new RequestScheduler(near);
-    unmoved.planned(16, 60);
+    unmoved.planned(16, 1);
+    await turn(10);
     expect(unmoved.limit).toBe(INITIAL_LIMIT);
+    const far = new AdaptiveConcurrency({ far: 8 });
+    far.prime(100, 11);
+    const used = new RequestScheduler(far);
+    (await used.acquire()).release();
+    used.planned(16, 1);
+    await turn(10);
+    expect(used.limit).toBe(8);
   });
 
   it('spreads a paced jump of the limit over paceMs, and a refusal meanwhile stops it', async () => {

@@ -18,7 +18,7 @@
  *        service each answered request also lets one more go (`answered`, TCP's per-ACK growth), up to
  *        the stream's byte budget: the limit doubles per time to first byte, not only per whole page;
  *        and a result the byte budget holds whole (as `PagePlan.spread` plans it) has all its pages in
- *        flight from the start (`planned`), once the first ones had time to be refused;
+ *        flight once the first ones had time to be refused (`planned`);
  *     2. steady: keep the bandwidth-delay product in flight (1.2 x the best recent round's rate x the
  *        lowest request latency, over the mean page), at least 2; every 8 rounds probe a quarter higher,
  *        which stays only if it raised the best rate (latency that climbs without throughput gain does
@@ -56,8 +56,8 @@ export interface ConcurrencyController {
    */
   prime?(fastestAnswerMs: number | undefined, budget?: number): void;
   /**
-   * Before any request, after `prime`: the rest of the result is planned as `pages` pages, and the byte
-   * budget holds them all at once.
+   * The rest of the result is planned as `pages` pages, and the byte budget holds them all at once (told
+   * by the scheduler after the first wave had time to be refused).
    */
   planned?(pages: number): void;
   /** Request `seq` was answered (its response headers, not a refusal, have arrived). */
@@ -253,14 +253,16 @@ export class AdaptiveConcurrency implements ConcurrencyController {
   }
 
   /**
-   * A far service's result that the byte budget holds whole starts with all of its pages in flight:
-   * grown to them per answer, each step waits for the service's answer to a page (~0.35 s for the WAN
-   * bench's narrow rows, whose 193,000 rows went out as 8 pages and then 8 more), and nothing learned in
-   * the meantime would plan them otherwise (`PagePlan.spread` made them no more than two rounds of the
-   * start, so a per-minute limit sees the same requests, only sooner).
+   * A far service's result that the byte budget holds whole goes out whole: grown to its pages per
+   * answer, each step waited for the service's answer to a page (~0.35 s for the WAN bench's narrow
+   * rows, whose 193,000 rows went out as 8 pages and then 8 more; 1.4 s for 100,000 rows at 0.2 ms a
+   * row). The cost per row those answers tell could have planned the later pages smaller, but all at
+   * once was faster (2.55 s against 3.61 s for the latter). `PagePlan.spread` made them no more than two
+   * rounds of the start, so a per-minute limit sees the same requests, only sooner. Only in startup:
+   * after pushback (a 429, a 503, a timeout) the limit is the service's to set.
    */
   planned(pages: number): void {
-    if (this.#paced === 0 || this.#seq > 0) return;
+    if (this.#paced === 0 || this.#phase !== 'startup') return;
     this.#limit = this.#clamp(Math.max(this.#limit, pages));
     this.#paced = Math.max(this.#paced, this.#limit);
   }

@@ -167,6 +167,8 @@ export class PageEngine {
       const rows = first.range.limit;
       pages.learn({ parts: [], rowCount: rows, bytes: first.bytes.length, requests: 1 });
       if (first.waitMs !== undefined) pages.answered(rows, first.waitMs);
+      // Its rows are read: what is left (which `spread` cuts) starts after them.
+      pages.skip(first.range);
     }
     // A far service (the query's own requests were slow to answer) starts from more requests at once, and
     // grows per answer up to what the byte budget holds (the window then bounds what is held and in flight).
@@ -174,10 +176,13 @@ export class PageEngine {
     scheduler.prime(source.pages.fastestAnswerMs, Math.floor(opts.windowBytes / pageBytes));
     const spread = pages.spread(scheduler.limit);
     // A spread result the byte budget holds whole goes out whole: waiting for answers before sending the
-    // rest would cost a service's wait per step and plan nothing better (`planned`). The rest wait twice
-    // the quickest answer, which a refusal by a service that caps requests in flight takes at most (a
-    // new connection's handshake, then the request).
-    if (spread > 0 && spread * (pages.pageBytes ?? Number.POSITIVE_INFINITY) <= opts.windowBytes) {
+    // rest would cost a service's wait per step (`planned`). The rest wait twice the quickest answer,
+    // which a refusal by a service that caps requests in flight takes at most (a new connection's
+    // handshake, then the request).
+    if (
+      spread > scheduler.limit &&
+      spread * (pages.pageBytes ?? Number.POSITIVE_INFINITY) <= opts.windowBytes
+    ) {
       scheduler.planned(spread, 2 * (source.pages.fastestAnswerMs ?? 0));
     }
     const ctx: PageFetchContext = {
@@ -208,7 +213,6 @@ export class PageEngine {
       });
     let firstTask: WindowTask<PageData> | undefined;
     if (first) {
-      pages.skip(first.range);
       firstTask = {
         local: true,
         run: (s) =>

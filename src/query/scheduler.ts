@@ -123,8 +123,14 @@ export class RequestScheduler {
   #burst: Burst | undefined;
   /** Raises the queue's concurrency step by step up to the limit while a jump is paced (`#follow`). */
   #ramp: NodeJS.Timeout | undefined;
-  /** Until it fires, a raise `planned()` made waits (the queue's concurrency stays as it was). */
+  /** A permit was ever granted: `planned()` is for a scheduler's first result only, as `prime()` is. */
+  #used = false;
+  /** Until it fires, the controller is not told of `planned()`'s pages (`#holdPages`). */
   #hold: NodeJS.Timeout | undefined;
+  #holdPages = 0;
+  /** The limit when the hold began (the first wave's requests), and how many of them have answered. */
+  #holdWave = 0;
+  #holdAnswers = 0;
 
   constructor(controller: ConcurrencyController, now: () => number = () => performance.now()) {
     this.#controller = controller;
@@ -166,21 +172,18 @@ export class RequestScheduler {
 
   /**
    * Before any request, after `prime`: the rest of the result is `pages` pages, all within the byte
-   * budget. A limit this raises takes effect `holdMs` later, at what the limit is then: the requests the
-   * limit allowed before go out first, and a service that caps requests in flight below them refuses
-   * within a round trip or two, lowering the limit before the rest are sent (sent at once, 9 of 16 were
-   * refused under a cap of 6 on the WAN bench's narrow rows, and the read took 2.39 s instead of 1.97).
+   * budget. The controller is told so (`planned`) only after `holdMs`, or once every request of the
+   * first wave has answered: the requests its limit allows now go out first, and a service that caps
+   * requests in flight below them refuses within a round trip or two, which ends startup, so the raise
+   * never comes (sent at once, 9 of 16 were refused under a cap of 6 on the WAN bench's narrow rows,
+   * and the read took 2.39 s instead of 1.97). Not one answer: the request on the connection already
+   * open answers a round trip sooner than a refusal on a new one comes back.
    */
   planned(pages: number, holdMs: number): void {
-    const previous = this.#controller.limit;
-    this.#controller.planned?.(pages);
-    const limit = this.#controller.limit;
-    if (limit <= previous) return;
-    for (const listener of this.#listeners) listener({ limit, previous, reason: 'measured' });
-    this.#stopRamp();
-    // A lower limit meanwhile (a refusal) takes effect at once and ends the hold (`#follow`). So does an
-    // answer: refusals come back sooner than answers, and an answer let one more request go before (a
-    // service slow to answer anything would otherwise hold the rest for twice its slowness).
+    if (this.#used || this.#hold !== undefined) return;
+    this.#holdPages = pages;
+    this.#holdWave = this.#controller.limit;
+    this.#holdAnswers = 0;
     this.#hold = setTimeout(() => this.#endHold(), holdMs);
     this.#hold.unref();
   }
@@ -189,8 +192,9 @@ export class RequestScheduler {
     if (this.#hold === undefined) return;
     clearTimeout(this.#hold);
     this.#hold = undefined;
-    this.#follow(this.#controller.limit);
-    this.#wakeResenders();
+    // A turn later: refusals the sockets already hold are read (I/O comes before immediates in a turn
+    // of the loop), so a loop that stalled past the hold still hears of them before the raise.
+    setImmediate(() => this.#observe(() => this.#controller.planned?.(this.#holdPages), 'measured'));
   }
 
   /**
@@ -225,6 +229,7 @@ export class RequestScheduler {
 
   #grant(free: () => void): Permit {
     this.#active++;
+    this.#used = true;
     const seq = this.#controller.started(this.#now());
     let released = false;
     // Requests on the wire when this permit's latest one was sent, itself included. A 429 is judged by
@@ -237,7 +242,7 @@ export class RequestScheduler {
       answered: () => {
         if (answered) return;
         answered = true;
-        this.#endHold();
+        if (this.#hold !== undefined && ++this.#holdAnswers >= this.#holdWave) this.#endHold();
         this.#observe(() => this.#controller.answered?.(seq, this.#now()), 'measured');
       },
       succeeded: (bytes) => {
@@ -319,8 +324,8 @@ export class RequestScheduler {
    */
   #follow(limit: number): void {
     const current = this.#slots.concurrency;
-    // A ramp under way goes on to the limit as it is at each step; a hold, to the limit as it is at its end.
-    if ((this.#ramp !== undefined || this.#hold !== undefined) && limit > current) return;
+    // A ramp under way goes on to the limit as it is at each step.
+    if (this.#ramp !== undefined && limit > current) return;
     this.#stopRamp();
     const pace = this.#controller.paceMs ?? 0;
     if (pace <= 0 || limit - current < 2) {
@@ -340,10 +345,6 @@ export class RequestScheduler {
   }
 
   #stopRamp(): void {
-    if (this.#hold !== undefined) {
-      clearTimeout(this.#hold);
-      this.#hold = undefined;
-    }
     if (this.#ramp === undefined) return;
     clearInterval(this.#ramp);
     this.#ramp = undefined;
