@@ -125,12 +125,11 @@ export class RequestScheduler {
   #ramp: NodeJS.Timeout | undefined;
   /** A permit was ever granted: `planned()` is for a scheduler's first result only, as `prime()` is. */
   #used = false;
-  /** Until it fires, the controller is not told of `planned()`'s pages (`#holdPages`). */
-  #hold: NodeJS.Timeout | undefined;
-  #holdPages = 0;
-  /** The limit when the hold began (the first wave's requests), and how many of them have answered. */
-  #holdWave = 0;
-  #holdAnswers = 0;
+  /**
+   * `planned()`'s hold, until which the controller is not told of its `pages`: its timer, the limit when
+   * it began (the first wave's requests) and how many of them have answered.
+   */
+  #hold: { timer: NodeJS.Timeout; pages: number; wave: number; answers: number } | undefined;
 
   constructor(controller: ConcurrencyController, now: () => number = () => performance.now()) {
     this.#controller = controller;
@@ -181,20 +180,19 @@ export class RequestScheduler {
    */
   planned(pages: number, holdMs: number): void {
     if (this.#used || this.#hold !== undefined) return;
-    this.#holdPages = pages;
-    this.#holdWave = this.#controller.limit;
-    this.#holdAnswers = 0;
-    this.#hold = setTimeout(() => this.#endHold(), holdMs);
-    this.#hold.unref();
+    const timer = setTimeout(() => this.#endHold(), holdMs);
+    timer.unref();
+    this.#hold = { timer, pages, wave: this.#controller.limit, answers: 0 };
   }
 
   #endHold(): void {
-    if (this.#hold === undefined) return;
-    clearTimeout(this.#hold);
+    const hold = this.#hold;
+    if (hold === undefined) return;
+    clearTimeout(hold.timer);
     this.#hold = undefined;
     // A turn later: refusals the sockets already hold are read (I/O comes before immediates in a turn
     // of the loop), so a loop that stalled past the hold still hears of them before the raise.
-    setImmediate(() => this.#observe(() => this.#controller.planned?.(this.#holdPages), 'measured'));
+    setImmediate(() => this.#observe(() => this.#controller.planned?.(hold.pages), 'measured'));
   }
 
   /**
@@ -242,7 +240,7 @@ export class RequestScheduler {
       answered: () => {
         if (answered) return;
         answered = true;
-        if (this.#hold !== undefined && ++this.#holdAnswers >= this.#holdWave) this.#endHold();
+        if (this.#hold !== undefined && ++this.#hold.answers >= this.#hold.wave) this.#endHold();
         this.#observe(() => this.#controller.answered?.(seq, this.#now()), 'measured');
       },
       succeeded: (bytes) => {
