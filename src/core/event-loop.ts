@@ -7,14 +7,19 @@
  */
 import { performance } from 'node:perf_hooks';
 
+/** The runtime's measure of the loop's utilization, where it has one (both samplers read it). */
+const measure: typeof performance.eventLoopUtilization | undefined =
+  typeof performance.eventLoopUtilization === 'function'
+    ? performance.eventLoopUtilization.bind(performance)
+    : undefined;
+
 /**
  * A sampler of the event loop's utilization: each call returns the share of time the loop was busy
  * since the previous call (the first: since the sampler was made), 0 to 1; 0 where the runtime does not
  * measure it.
  */
 export function eventLoopBusy(): () => number {
-  const measure = performance.eventLoopUtilization?.bind(performance);
-  if (typeof measure !== 'function') return () => 0;
+  if (measure === undefined) return () => 0;
   let last = measure();
   return () => {
     const now = measure();
@@ -26,7 +31,6 @@ export function eventLoopBusy(): () => number {
 
 /** The event loop's busy ms so far, a running total; 0 where not measured. */
 export function eventLoopActiveMs(): () => number {
-  const measure = performance.eventLoopUtilization?.bind(performance);
-  if (typeof measure !== 'function') return () => 0;
+  if (measure === undefined) return () => 0;
   return () => measure().active;
 }
