@@ -15,7 +15,7 @@ import { optionalBoolean, optionalInteger } from './core/validate.js';
 import { type FieldDescriptor, MediaType, type QueryBody, type QueryHandle, ROW_CAP } from './core/wire.js';
 import { envelopeOf, parseTablePage } from './decode/table-json.js';
 import { readTableEnvelope } from './decode/table-json-fast.js';
-import { adaptiveConcurrency } from './query/concurrency.js';
+import { AdaptiveConcurrency } from './query/concurrency.js';
 import type { PageRange } from './query/page-plan.js';
 import { checkRowLimit } from './query/page-plan.js';
 import { QueryResult } from './query/query-result.js';
@@ -130,8 +130,9 @@ export class DatasetClient extends EndpointClient {
   /** @internal The scheduler every `'auto'` stream of this client shares. */
   get scheduler(): RequestScheduler {
     if (!this.#scheduler) {
+      const http = this.http;
       this.#scheduler = new RequestScheduler(
-        adaptiveConcurrency(this.#maxConcurrency, this.http.rateLimited),
+        new AdaptiveConcurrency({ max: this.#maxConcurrency, metered: () => http.rateLimited }),
       );
       this.#scheduler.onChange((change: ConcurrencyChange) => this.emit('concurrency', change));
     }
@@ -396,6 +397,7 @@ export class DatasetClient extends EndpointClient {
       codings: read.codings,
       info: read.info,
       waitMs: read.waitMs,
+      bodyMs: read.bodyMs,
     };
     return { fields: page.fields, page: kept, lastDateUpdated };
   }
