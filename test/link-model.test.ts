@@ -118,6 +118,22 @@ describe('LinkModel', () => {
     expect(link.bdpPages(200)).toBeLessThan(1);
   });
 
+  it('bodies share a bottleneck once the median of the last five is a RATE_GAIN below the best', () => {
+    const link = new LinkModel();
+    const body = (bodyMs: number, at: number) =>
+      link.completed(
+        { rows: 1000, bytes: 500_000, waitMs: 90, bodyMs, flightBytes: 500_000, flightMs: 90 + bodyMs },
+        at,
+      );
+    for (let i = 0; i < 5; i++) body(20, i); // 25 MB/s each: one connection's best
+    expect(link.shared(5)).toBe(false);
+    body(40, 5);
+    body(40, 6); // two slow bodies of five: the median is still the best
+    expect(link.shared(7)).toBe(false);
+    body(30, 7); // three of five at 12.5-16.7 MB/s: they share the link (or the reader)
+    expect(link.shared(8)).toBe(true);
+  });
+
   it('page rows: the service time of its rows the fixed time, on the ladder, within the byte bounds', () => {
     const link = new LinkModel();
     expect(link.pageRows(430, 0)).toBeUndefined(); // the cost is not known yet

@@ -5,12 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AdaptiveConcurrency, FixedConcurrency, UNMEASURED_LIMIT } from '../src/query/concurrency.js';
-import {
-  CEILING_PROBE_ROUNDS,
-  FULL_PIPE_ROUNDS,
-  INITIAL_WAVE,
-  STARTUP_GROWTH,
-} from '../src/query/link-constants.js';
+import { CEILING_PROBE_ROUNDS, INITIAL_WAVE, STARTUP_GROWTH } from '../src/query/link-constants.js';
 import { bestFixed, type LinkShape, simulate } from './link-simulator.js';
 
 /** Sends `n` requests at `now`; returns their sequence numbers. */
@@ -93,7 +88,7 @@ describe('AdaptiveConcurrency', () => {
     const c = new AdaptiveConcurrency();
     let now = 0;
     // Each round: 4 pages of 1 MB whose flight saw 40 MB/s; the rate does not grow from round to round.
-    for (let round = 0; round <= FULL_PIPE_ROUNDS && c.phase === 'startup'; round++) {
+    for (let round = 0; round <= 2 && c.phase === 'startup'; round++) {
       const seqs = send(c, 4, now);
       for (const seq of seqs) {
         c.answered(seq, 1000, now + 50, 0, false);

@@ -46,14 +46,15 @@ describe('page engine', () => {
     expect(rows).toBe(total);
     // The query's first page is a small data page, in hand before any other page was planned.
     expect(gets[0]).toEqual({ start: 1, limit: FIRST_PAGE_ROWS });
-    // Then the two startup sizes in turn, then pages ending on multiples of a ladder size.
-    expect(gets.slice(1, 5).map((g) => g.limit)).toEqual([4000, 2000, 4000, 2000]);
-    const later = gets.slice(5, -1);
+    // Then the two startup sizes in turn (4,000 and 2,000 rows of these), unless the client is seen to be
+    // the bottleneck first (this emulator works on the same event loop): the byte bound then.
+    expect([4000, 2000, 16_000]).toContain(gets[1]!.limit);
+    const later = gets.slice(1, -1);
     expect(later.length).toBeGreaterThan(0);
     // Each ends on a multiple of a ladder size (1,000 x a power of two), and none is over the byte bound.
     for (const g of later) expect((g.start + g.limit - 1) % 1000, JSON.stringify(g)).toBe(0);
     const size = Math.max(...later.map((g) => g.limit));
-    expect(size, JSON.stringify(gets)).toBeGreaterThan(2000);
+    expect(size, JSON.stringify(gets)).toBeGreaterThan(4000);
     expect(size * 165).toBeLessThanOrEqual(PAGE_BYTES_MAX);
     expect(DEFAULT_PAGE_SIZE).toBe(10_000);
   });

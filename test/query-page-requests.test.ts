@@ -8,9 +8,11 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { describe, expect, it } from 'vitest';
 import { planColumns } from '../src/convert/index.js';
 import { PageDecoder } from '../src/decode/index.js';
+import { DatasetClient } from '../src/index.js';
 import { UNMEASURED_LIMIT } from '../src/query/concurrency.js';
 import { INITIAL_WAVE } from '../src/query/link-constants.js';
 import type { PageTiming } from '../src/query/page-fetcher.js';
+import { startServe } from './cli-helpers.js';
 import { field } from './convert-fixtures.js';
 import { setup } from './helpers.js';
 
@@ -45,31 +47,50 @@ describe('page slots', () => {
 
 describe('where the limit starts', () => {
   it("from the query's own first page: a far service's first wave is larger; without one, the default", async () => {
-    // The limit before the stream's first page request reached the service.
-    const atStart = async (options: Parameters<typeof setup>[0], format?: 'csv') => {
-      const { client, emu } = await setup({ rowCap: 30_000, ...options });
-      const result = await client.query('job_listings', {});
-      const before = emu.requests.length;
-      let limit: number | undefined;
-      const stream = result.stream(format ? { format } : {});
-      stream.on('concurrency', (c: { limit: number }) => {
-        if (emu.requests.length === before) limit = c.limit;
-      });
-      for await (const _ of stream);
-      return limit ?? UNMEASURED_LIMIT;
+    // The limit the stream's first page requests went out under: its first 'concurrency' event comes
+    // from the first page (before any request), or there is none before the first answer.
+    const atStart = async (flags: string[], format?: 'csv') => {
+      // The emulator in a process of its own: in this one, its work would slow the client's reads.
+      const serve = await startServe(['--api-key', 'k', '--row-cap', '30000', ...flags]);
+      const client = new DatasetClient({ baseUrl: serve.url, apiKey: 'k' });
+      try {
+        const result = await client.query('job_listings', {});
+        // Page requests the stream has created (undici's own channel): before the first, the first wave.
+        let created = 0;
+        const onCreate = () => created++;
+        subscribe('undici:request:create', onCreate);
+        let limit: number | undefined;
+        const stream = result.stream(format ? { format } : {});
+        stream.on('concurrency', (c: { limit: number }) => {
+          if (created === 0) limit = c.limit;
+        });
+        try {
+          for await (const _ of stream);
+        } finally {
+          unsubscribe('undici:request:create', onCreate);
+        }
+        return limit ?? UNMEASURED_LIMIT;
+      } finally {
+        await client.close();
+        await serve.stop();
+      }
     };
     // 40 ms away, 25 MB/s per connection: the first page (1,000 rows, 0.4 MB) waited ~90 ms and came in
     // ~17: a connection is busy only a fifth of a page's time, so the first wave is several requests.
-    const far = await atStart({
-      latencyMs: 40,
-      pageTimeMs: 30,
-      rowTimeMs: 0.02,
-      connectionBytesPerSecond: 25e6,
-    });
+    const far = await atStart([
+      '--latency-ms',
+      '40',
+      '--page-time-ms',
+      '30',
+      '--row-time-ms',
+      '0.02',
+      '--connection-bandwidth',
+      '25MB',
+    ]);
     expect(far).toBeGreaterThan(UNMEASURED_LIMIT);
     expect(far).toBeLessThanOrEqual(INITIAL_WAVE);
     // CSV streams have no page read with the query: nothing measured, the default.
-    expect(await atStart({}, 'csv')).toBe(UNMEASURED_LIMIT);
+    expect(await atStart([], 'csv')).toBe(UNMEASURED_LIMIT);
   }, 60_000);
 });
 

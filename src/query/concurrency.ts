@@ -8,8 +8,8 @@
  * - `AdaptiveConcurrency` (`concurrency: 'auto'`): the link model's bandwidth-delay product, kept in flight
  *   the way BBR keeps it (docs/performance.md, *The link model*):
  *     startup  from a first wave sized by the query's own first page, every answer that came while every
- *              slot was taken and the event loop had room lets STARTUP_GROWTH more go, until the link's
- *              delivery rate stops growing (FULL_PIPE_ROUNDS rounds without a RATE_GAIN);
+ *              slot was taken and the event loop had room lets STARTUP_GROWTH more go, until bodies
+ *              share a bottleneck or a round brings no RATE_GAIN of the link's delivery rate;
  *     steady   STEADY_GAIN × the bandwidth-delay product, probed up by RATE_GAIN for a round every
  *              PROBE_EVERY rounds and drained back the round after;
  *     pushback a 429 makes a ceiling one below the requests out when the refused one was sent; a 503 or
@@ -23,7 +23,6 @@ import {
   BUSY_SHARE,
   CEILING_PROBE_ROUNDS,
   ESTIMATE_WINDOW_MS,
-  FULL_PIPE_ROUNDS,
   INITIAL_WAVE,
   OVERLOAD_CUT,
   PROBE_EVERY,
@@ -119,9 +118,10 @@ export abstract class ConcurrencyController {
     if (out === undefined) return;
     out.rows = rows;
     out.waitMs = now - out.sentAt;
-    this.link.answered(rows, out.waitMs, now, out.fresh);
-    // An answer awaited while the loop was busy may be late only because the loop could not take it.
+    // An answer awaited while the loop was busy may be late only because the loop could not take it:
+    // it says nothing of the service's cost, and grows nothing.
     const roomy = busyMs - out.busyAt < BUSY_SHARE * out.waitMs;
+    if (roomy) this.link.answered(rows, out.waitMs, now, out.fresh);
     this.onAnswer(binding && roomy, now);
   }
 
@@ -232,9 +232,8 @@ export class AdaptiveConcurrency extends ConcurrencyController {
   #roundSeq = 0;
   /** Steady rounds so far: where the probe cycle is. */
   #rounds = 0;
-  // Startup: the best link rate at a gain, and rounds since.
+  // Startup: the best link rate at a gain.
   #pipeRate = 0;
-  #plateau = 0;
   // Pushback: the ceiling, the probe above it (rounds until, step, and whether one is being judged),
   // and whether this round's overload has been cut for already.
   #ceiling: number;
@@ -291,16 +290,19 @@ export class AdaptiveConcurrency extends ConcurrencyController {
   #restart(): void {
     this.#phase = 'startup';
     this.#pipeRate = 0;
-    this.#plateau = 0;
     this.#rounds = 0;
     this.#roundSeq = this.seq;
     this.#limit = this.#clamp(this.#metered() ? 2 : UNMEASURED_LIMIT);
   }
 
-  protected override onAnswer(grow: boolean): void {
-    if (this.#phase === 'startup' && grow && !this.#metered()) {
-      this.#limit = this.#clamp(this.#limit + STARTUP_GROWTH);
-    }
+  protected override onAnswer(grow: boolean, now: number): void {
+    if (this.#phase !== 'startup' || !grow || this.#metered() || this.link.shared(now)) return;
+    // Never past a round of growth beyond what has been measured (BBR's startup: its window a gain times
+    // the bandwidth-delay product measured so far). Answers come a wait after their requests, the rates
+    // a whole page later: unbounded, a client that reads slower than the link grew 4 -> 61 in a second.
+    const bdp = this.link.bdpPages(now);
+    const bound = bdp === undefined ? Number.POSITIVE_INFINITY : (STARTUP_GROWTH + 1) * bdp;
+    this.#limit = this.#clamp(Math.max(this.#limit, Math.min(this.#limit + STARTUP_GROWTH, bound)));
   }
 
   protected override onRead(seq: number, now: number): void {
@@ -309,11 +311,11 @@ export class AdaptiveConcurrency extends ConcurrencyController {
     this.#cutThisRound = false;
     if (this.#phase === 'startup') {
       const rate = this.link.linkRate(now);
-      if (rate >= RATE_GAIN * this.#pipeRate) {
-        this.#pipeRate = rate;
-        this.#plateau = 0;
-      } else if (++this.#plateau >= FULL_PIPE_ROUNDS) {
-        // The pipe is full: down to the target, which the requests out drain to as they end.
+      const gain = rate >= RATE_GAIN * this.#pipeRate;
+      if (gain) this.#pipeRate = rate;
+      // The pipe is full: bodies share a bottleneck, or a round brought no gain. Down to the target,
+      // which the requests out drain to as they end.
+      if (this.link.shared(now) || !gain) {
         this.#phase = 'steady';
         this.#limit = this.#clamp(this.#target(now));
       }

@@ -57,14 +57,19 @@ export const STARTUP_GROWTH = 2;
 
 /**
  * A delivery rate this many times the best before it is a gain: startup goes on while each round brings
- * one (BBR's full-pipe test), and a steady-state probe raises in-flight requests by this factor for a
- * round and lowers them by it the round after (BBR's bandwidth probing: a link that became faster shows
- * it in the probe, and the round after drains the queue the probe built).
+ * one (BBR's full-pipe test; a round without one ends it, as bodies that share a bottleneck end it
+ * sooner), and a steady-state probe raises in-flight requests by this factor for a round and lowers them
+ * by it the round after (BBR's bandwidth probing: a link that became faster shows it in the probe, and
+ * the round after drains the queue the probe built).
  */
 export const RATE_GAIN = 1.25;
 
-/** Startup ends after this many rounds without a gain: more requests only share the same bandwidth. */
-export const FULL_PIPE_ROUNDS = 2;
+/**
+ * The last this many bodies tell whether bodies share a bottleneck (their median rate a RATE_GAIN below
+ * one connection's best): the link, or a client that reads slower than the bodies come. Startup then
+ * stops growing, sooner than a round of rates would tell (one slow body is no sign).
+ */
+export const SHARED_BODIES = 5;
 
 /**
  * In steady state, requests in flight = this × the bandwidth-delay product over a page's latency: room

@@ -17,6 +17,8 @@
 import {
   BUSY_SHARE,
   ESTIMATE_WINDOW_MS,
+  RATE_GAIN,
+  SHARED_BODIES,
   PAGE_BYTES_MAX,
   PAGE_BYTES_MIN,
   PAGE_ROWS_UNIT,
@@ -131,7 +133,13 @@ export class LinkModel {
   /** Bytes of page bodies delivered so far, all requests together (a running count). */
   #delivered = 0;
   /** Recent pages: when each ended, its latency unloaded, its bytes, and whether the client held it back. */
-  readonly #recent: { at: number; latencyMs: number; bytes: number; clientBound: boolean }[] = [];
+  readonly #recent: {
+    at: number;
+    latencyMs: number;
+    bytes: number;
+    clientBound: boolean;
+    bodyRate: number;
+  }[] = [];
 
   /** Bytes of page bodies delivered so far: a request's flight is measured between two readings. */
   get delivered(): number {
@@ -157,7 +165,8 @@ export class LinkModel {
   completed(sample: RequestSample, now: number): void {
     if (sample.bytes <= 0) return;
     // A body that came in one read has no measurable time: at least a millisecond.
-    this.#connection.add(sample.bytes / Math.max(1, sample.bodyMs), now);
+    const bodyRate = sample.bytes / Math.max(1, sample.bodyMs);
+    this.#connection.add(bodyRate, now);
     if (sample.flightMs > 0) this.#link.add(sample.flightBytes / sample.flightMs, now);
     const wait = this.expectedWaitMs(sample.rows, now) ?? sample.waitMs;
     this.#recent.push({
@@ -165,6 +174,7 @@ export class LinkModel {
       latencyMs: wait + sample.bytes / this.connectionRate(now),
       bytes: sample.bytes,
       clientBound: (sample.busyShare ?? 0) >= BUSY_SHARE,
+      bodyRate,
     });
     if (this.#recent.length > RECENT) this.#recent.shift();
   }
@@ -185,6 +195,22 @@ export class LinkModel {
     return fit
       ? fit.fixedMs + rows * fit.perRowMs
       : (this.cost.quickest(rows, now) ?? this.costFresh.quickest(rows, now));
+  }
+
+  /**
+   * Whether bodies share a bottleneck now: the median rate of the last SHARED_BODIES is a RATE_GAIN below
+   * one connection's best. The link is then carrying all it can (or the client reads no faster): more
+   * requests in flight would only share it.
+   */
+  shared(now: number): boolean {
+    const rates: number[] = [];
+    for (let i = this.#recent.length - 1; i >= 0 && rates.length < SHARED_BODIES; i--) {
+      const page = this.#recent[i]!;
+      if (now - page.at <= ESTIMATE_WINDOW_MS) rates.push(page.bodyRate);
+    }
+    if (rates.length < SHARED_BODIES) return false;
+    rates.sort((a, b) => a - b);
+    return rates[rates.length >> 1]! * RATE_GAIN < this.connectionRate(now);
   }
 
   /**
@@ -237,13 +263,14 @@ export class LinkModel {
    * asks for two sizes in turn, which tells it).
    */
   pageRows(bytesPerRow: number, now: number, scarce = false): number | undefined {
-    const fit = this.fit(now);
-    if (fit === undefined) return undefined;
     const most = PAGE_BYTES_MAX / bytesPerRow;
     const least = Math.min(most, Math.max(PAGE_ROWS_UNIT, PAGE_BYTES_MIN / bytesPerRow));
     // A client that holds its reads back gains nothing from pages that wait less, and pays for each
-    // request with the CPU its reads need: as few as the byte bound allows.
-    let rows = fit.perRowMs > 0 && !this.clientBound(now) ? (ROW_SHARE * fit.fixedMs) / fit.perRowMs : most;
+    // request with the CPU its reads need: as few as the byte bound allows, whatever the cost.
+    if (this.clientBound(now)) return onLadder(most, least, most);
+    const fit = this.fit(now);
+    if (fit === undefined) return undefined;
+    let rows = fit.perRowMs > 0 ? (ROW_SHARE * fit.fixedMs) / fit.perRowMs : most;
     if (scarce) {
       // Rows whose body (bytesPerRow ÷ a connection's rate each) lasts as long as their wait.
       const perRowBody = bytesPerRow / Math.max(1e-9, this.connectionRate(now));
