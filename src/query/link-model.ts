@@ -17,12 +17,12 @@
 import {
   BUSY_SHARE,
   ESTIMATE_WINDOW_MS,
-  RATE_GAIN,
-  SHARED_BODIES,
   PAGE_BYTES_MAX,
   PAGE_BYTES_MIN,
   PAGE_ROWS_UNIT,
+  RATE_GAIN,
   ROW_SHARE,
+  SHARED_BODIES,
 } from './link-constants.js';
 
 /** The service's time to first byte: `fixedMs + rows × perRowMs`. */
