@@ -82,6 +82,22 @@ const ROWS = quick ? 200_000 : 500_000;
  * Link shapes the defaults were not tuned on, each against the grid in the same rounds: the bench's WAN,
  * rows half as wide, a far service slow per row, a near fast link, a link ten times slower.
  */
+/** Issue #46: every job_listings ticker (815,333 rows, past the cap), split against one query each. */
+const SPLIT_CONTENDERS = [
+  { name: 'library, split: true', client: 'lib-split' },
+  { name: 'library, queryEach', client: 'lib-each' },
+];
+const SPLIT_SHAPES = [
+  { name: 'split: loopback', emulator: LOOPBACK },
+  { name: 'split: wan', emulator: WAN },
+].map((shape) => ({
+  ...shape,
+  split: true,
+  dataset: 'job_listings',
+  report: 'requests',
+  contenders: SPLIT_CONTENDERS,
+}));
+
 const GRID_SHAPES = [
   { name: 'grid: wan', emulator: WAN, rows: ROWS },
   { name: 'grid: rows half as wide (app_reviews)', emulator: WAN, dataset: 'app_reviews', rows: ROWS },
@@ -180,6 +196,7 @@ const SCENARIOS = [
     ],
   },
   ...GRID_SHAPES,
+  ...SPLIT_SHAPES,
 ];
 
 // The grid shapes are long (11 contenders each): run with `--only grid`.
@@ -301,7 +318,7 @@ async function once(scenario, contender, job, emulatorOptions) {
   // DQS_WAN_TRACE=1: the library's pages and concurrency changes (bench/wan-client.js), on stderr.
   if (process.env.DQS_WAN_TRACE && stderr)
     console.error(`--- ${scenario.name}: ${contender.name}\n${stderr}`);
-  if (scenario.report === 'refusals') {
+  if (scenario.report === 'refusals' || scenario.report === 'requests') {
     server.send({ requests: true });
     const requests = await next('requests');
     const first = requests[0]?.at ?? 0;
@@ -372,7 +389,16 @@ for (const scenario of selected) {
   let job;
   let limitMs;
   let emulatorOptions;
-  if (scenario.fanout) {
+  if (scenario.split) {
+    // Every ticker with rows in the dataset, in the emulator's order: past the row cap together.
+    const tickers = COMPANIES.map((c) => c.id).filter(
+      (t) => queryTotal(scenario.dataset, { tickers: [t] }) > 0,
+    );
+    const rows = tickers.reduce((n, t) => n + queryTotal(scenario.dataset, { tickers: [t] }), 0);
+    job = { dataset: scenario.dataset, tickers };
+    emulatorOptions = scenario.emulator;
+    console.log(`\n## ${scenario.name}: ${tickers.length} tickers of ${scenario.dataset}, ${rows} rows`);
+  } else if (scenario.fanout) {
     const { datasets, queries: n, at } = scenario.fanout;
     const queries = fanoutQueries(datasets, n);
     let bytes = 0;
@@ -422,7 +448,10 @@ for (const scenario of selected) {
     gridLine(scenario, results, DEFAULTS.name);
     if (values.base) gridLine(scenario, results, `base: ${DEFAULTS.name}`);
   }
-  const naiveName = scenario.contenders.find((c) => c.client.startsWith('naive'))?.name;
+  // The baseline of the ratio column: the naive client, or for the split rows queryEach.
+  const naiveName = scenario.contenders.find(
+    (c) => c.client.startsWith('naive') || c.client === 'lib-each',
+  )?.name;
   const naiveOk = results.get(naiveName)?.filter((x) => !x.error) ?? [];
   const naiveMs = naiveOk.length ? median(naiveOk.map((x) => x.ms)) : undefined;
   const naiveRuns = results.get(naiveName) ?? [];
@@ -443,6 +472,14 @@ for (const scenario of selected) {
       );
       notes.push(`after 1 s: ${(100 * median(runs.map((x) => x.refusedAfter1s))).toFixed(1)} %`);
       notes.push(`> 1 s after the first 429: ${median(runs.map((x) => x.refusedAgain))}`);
+    }
+    if (scenario.report === 'requests') {
+      const sums = [...new Set(ok.map((x) => x.checksum))];
+      notes.push(
+        `${median(runs.map((x) => x.requests))} requests (${Math.min(...runs.map((x) => x.requests))}-${Math.max(...runs.map((x) => x.requests))})`,
+      );
+      notes.push(`${ok[0]?.rows} rows, checksum ${sums.join(' / ')}`);
+      if (ok[0]?.parts) notes.push(`${ok[0].parts} parts`);
     }
     const conc = ok.find((x) => x.concurrency?.length)?.concurrency;
     if (scenario.report === 'split' && ok[0]?.split) {

@@ -28,15 +28,31 @@ import { AdaptiveConcurrency, FixedConcurrency } from './concurrency.js';
 import { HedgePolicy } from './hedge.js';
 import { OrderedWindow, type WindowTask } from './ordered-window.js';
 import { fetchPage, type PageData, type PageFetchContext } from './page-fetcher.js';
-import { checkRowLimit, PagePlan } from './page-plan.js';
+import { checkRowLimit, type PageRange, PagePlan } from './page-plan.js';
 import { PageRequests, type Pauses } from './page-requests.js';
-import type { LocalMark, ResultSource } from './result-source.js';
+import type { KeptPage, LocalMark, ResultSource } from './result-source.js';
 import { type ConcurrencyChange, RequestScheduler } from './scheduler.js';
 import type { SplitInfo } from './split-info.js';
 import { chooseFormat, DEFAULT_MAX_CONCURRENCY, type NormalizedStreamOptions } from './stream-options.js';
 
 /** A page converted and pushed: its progress is due once the consumer has read row `end - 1`. */
 export type PageMark = Omit<LocalMark, 'source'> & { readonly source?: LocalMark['source'] };
+
+/** One result read as a run of pages: a whole result, or a part of a split one. */
+interface Segment {
+  /** The row of the whole result its row 1 is. */
+  readonly firstRow: number;
+  readonly ctx: PageFetchContext;
+  readonly plan: PagePlan;
+  /** Its first page, read with its query, still to be handed to the window. */
+  kept: KeptPage | undefined;
+}
+
+/** A page of a segment, as the window holds it. */
+interface SegmentPage {
+  readonly page: PageData;
+  readonly segment: Segment;
+}
 
 /** What the engine tells the stream it feeds. */
 export interface EngineEvents {
@@ -58,7 +74,7 @@ export class PageEngine {
   readonly #hedge: HedgePolicy;
   readonly #fetch: typeof fetchPage;
   readonly #keepsRows: boolean;
-  #window: OrderedWindow<PageData> | undefined;
+  #window: OrderedWindow<SegmentPage> | undefined;
   #scheduler: RequestScheduler | undefined;
 
   constructor(
@@ -140,24 +156,6 @@ export class PageEngine {
     const scheduler = this.#schedulerFor(source);
     this.#scheduler = scheduler;
     const detachScheduler = scheduler.onChange((change) => this.#events.concurrency(change));
-    const pages = new PagePlan(
-      opts.startRow,
-      source.total,
-      opts.pageSize,
-      opts.pageSizeAuto
-        ? {
-            link: scheduler.link,
-            now: () => performance.now(),
-            windowBytes: opts.windowBytes,
-            rateLimited: () => source.pages.rateLimited,
-            scarce: () => scheduler.capped,
-          }
-        : undefined,
-    );
-    // The page read with the query (its descriptors came from it) is the stream's first, if it fits.
-    // (Not when the caller chose smaller pages than it: their progress and batches follow their size.)
-    const kept = opts.startRow === 1 && format === 'json' ? source.takeFirstPage?.() : undefined;
-    const first = kept && (opts.pageSizeAuto || kept.range.limit <= opts.pageSize) ? kept : undefined;
     // Fast decoders (bytes straight into columns) feed Arrow batches and row objects alike.
     const decoder = new PageDecoder(format, plan, {
       // The fast decoders fill Float64 columns: exact numbers come from the reference's wire values.
@@ -167,50 +165,45 @@ export class PageEngine {
       rows: opts.output === 'rows' && this.#keepsRows ? { dates: opts.dates } : undefined,
       invalidUtf8: opts.invalidUtf8,
     });
-    if (first) {
-      // Its bytes per row size the first requests, its wait and body the first wave; its rows are read.
-      pages.learn({ parts: [], rowCount: first.range.limit, bytes: first.bytes.length, requests: 1 });
-      if (first.waitMs !== undefined && first.bodyMs !== undefined) {
-        scheduler.firstPage({ waitMs: first.waitMs, bodyMs: first.bodyMs });
-      }
-      pages.skip(first.range);
-    }
-    const ctx: PageFetchContext = {
-      pages: source.pages,
-      datasetId: source.datasetId,
-      queryId: source.id,
-      total: source.total,
+    // The result's pages, as one run: the result itself, or each part of a split one after the other
+    // (one window over them all, so the next part's pages go out while this one's drain, under one
+    // scheduler and one byte budget, and one converter builds every batch).
+    const segments = this.#segments(source, format, scheduler, {
       mediaType,
       decoder,
       maxResponseBytes: source.pages.maxResponseBytes,
       timeoutMs: opts.timeoutMs,
       hedge: opts.hedge ? this.#hedge : undefined,
-    };
+    });
     // Pages of this stream waiting out a pause before a retry (a Retry-After, most often): each holds
     // its slot in the window while the consumer waits for it.
     const pauses: Pauses = { count: 0 };
     const fetch = this.#fetch;
     const retry = (event: RetryEvent) => this.#events.retry(event);
-    const read = (run: Promise<PageData>) =>
-      run.then((page) => {
-        pages.learn(page);
-        return page;
-      });
-    let firstTask: WindowTask<PageData> | undefined = first
-      ? (s) => read(fetch(ctx, first.range, s, new PageRequests(scheduler, pauses, retry), first))
-      : undefined;
-    const window = new OrderedWindow<PageData>(
+    const task =
+      (segment: Segment, range: PageRange, kept?: KeptPage): WindowTask<SegmentPage> =>
+      (s) =>
+        fetch(segment.ctx, range, s, new PageRequests(scheduler, pauses, retry), kept).then((page) => {
+          segment.plan.learn(page);
+          return { page, segment };
+        });
+    let segment = segments.next().value;
+    const window = new OrderedWindow<SegmentPage>(
       () => {
-        if (firstTask) {
-          const task = firstTask;
-          firstTask = undefined;
-          return task;
+        for (;;) {
+          if (segment === undefined) return undefined;
+          const kept = segment.kept;
+          if (kept) {
+            segment.kept = undefined;
+            return task(segment, kept.range, kept);
+          }
+          if (!segment.plan.done) {
+            // A page is planned when its request can be sent: sized from all that was measured by then.
+            if (!scheduler.room) return null;
+            return task(segment, segment.plan.next()!);
+          }
+          segment = segments.next().value;
         }
-        // A page is planned when its request can be sent: sized from all that was measured until then.
-        if (!pages.done && !scheduler.room) return null;
-        const range = pages.next();
-        if (range === undefined) return undefined;
-        return (s) => read(fetch(ctx, range, s, new PageRequests(scheduler, pauses, retry)));
       },
       {
         // A fixed concurrency keeps its documented window (2 x). 'auto' holds as many pages again as are in
@@ -223,10 +216,10 @@ export class PageEngine {
             ? Math.max(scheduler.limit + 2, 2 * scheduler.limit) + pauses.count * scheduler.limit
             : 2 * scheduler.limit),
         maxBytes: opts.windowBytes,
-        sizeOf: (page) => page.bytes,
+        sizeOf: (item) => item.page.bytes,
         // Before any page has arrived, pages in flight count at the planned size (the first page showed
         // the bytes per row).
-        expectedSize: () => pages.pageBytes,
+        expectedSize: () => segment?.plan.pageBytes,
         wake: (fill) => scheduler.onRoom(fill),
       },
     );
@@ -250,7 +243,7 @@ export class PageEngine {
       for (;;) {
         const next = await window.next();
         if (next.done) break;
-        const page = next.value;
+        const { page, segment: part } = next.value;
         // A turn of the event loop before each page's conversion (~1-4 ms, more while the code is cold):
         // pages already waiting in the window were otherwise converted back to back in one turn (4 pages,
         // 17 ms, seen among the >15 ms stalls of a 500k-row toTable()).
@@ -259,10 +252,11 @@ export class PageEngine {
         const pieces = convert.page(page);
         bytes += page.bytes;
         pageCount++;
-        // Reported once the consumer has taken the page's last row.
-        this.#events.mark({ end: page.range.start + page.rowCount, pages: pageCount, bytes });
+        // Reported once the consumer has taken the page's last row (counted in the whole result).
+        const end = part.firstRow + page.range.start + page.rowCount - 1;
+        this.#events.mark({ end, pages: pageCount, bytes });
         for (const out of pieces) if (out.length) yield out;
-        if (page.range.start + page.rowCount > source.total) {
+        if (end > source.total) {
           const last = convert.finish();
           if (last) yield [last];
         }
@@ -271,6 +265,60 @@ export class PageEngine {
       signal.removeEventListener('abort', onAbort);
       detachScheduler();
       window.cancel(new DqsError('DQS_ABORTED', 'The result stream ended'));
+    }
+  }
+
+  /**
+   * The runs of pages a result is read as, in order: the result itself, or each part of a split result
+   * (from the part holding `startRow` on). A part's first page read with its query serves it, if it fits.
+   */
+  *#segments(
+    source: ResultSource,
+    format: string,
+    scheduler: RequestScheduler,
+    shared: Omit<PageFetchContext, 'pages' | 'datasetId' | 'queryId' | 'total'>,
+  ): Generator<Segment, void, undefined> {
+    const opts = this.#options;
+    const parts = source.parts ?? [{ firstRow: 1, source }];
+    let firstWave = true;
+    for (const { firstRow, source: part } of parts) {
+      const from = Math.max(1, opts.startRow - firstRow + 1);
+      if (from > part.total) continue;
+      const plan = new PagePlan(
+        from,
+        part.total,
+        opts.pageSize,
+        opts.pageSizeAuto
+          ? {
+              link: scheduler.link,
+              now: () => performance.now(),
+              windowBytes: opts.windowBytes,
+              rateLimited: () => part.pages.rateLimited,
+              scarce: () => scheduler.capped,
+            }
+          : undefined,
+      );
+      // The page read with the query (its descriptors came from it) is the part's first, if it fits.
+      // (Not when the caller chose smaller pages than it: their progress and batches follow their size.)
+      const inHand = from === 1 && format === 'json' ? part.takeFirstPage?.() : undefined;
+      const kept = inHand && (opts.pageSizeAuto || inHand.range.limit <= opts.pageSize) ? inHand : undefined;
+      if (kept) {
+        // Its bytes per row size the first requests, its wait and body the first wave; its rows are read.
+        plan.learn({ parts: [], rowCount: kept.range.limit, bytes: kept.bytes.length, requests: 1 });
+        if (firstWave && kept.waitMs !== undefined && kept.bodyMs !== undefined) {
+          scheduler.firstPage({ waitMs: kept.waitMs, bodyMs: kept.bodyMs });
+        }
+        plan.skip(kept.range);
+      }
+      firstWave = false;
+      const ctx: PageFetchContext = {
+        ...shared,
+        pages: part.pages,
+        datasetId: part.datasetId,
+        queryId: part.id,
+        total: part.total,
+      };
+      yield { firstRow, ctx, plan, kept };
     }
   }
 
