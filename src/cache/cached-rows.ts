@@ -115,7 +115,11 @@ export class CachedRows implements LocalRows {
       );
     }
     // With the stream's own options (row objects, other value types): nothing of it is stored.
-    const inner = new ResultStream(async () => fresh, { ...ctx.options, onTruncated: 'warn', signal: ctx.signal });
+    const inner = new ResultStream(async () => fresh, {
+      ...ctx.options,
+      onTruncated: 'warn',
+      signal: ctx.signal,
+    });
     inner.on('retry', ctx.retry);
     const marks: LocalMark[] = [];
     const offset = ctx.options.startRow;

@@ -28,7 +28,7 @@ import { AdaptiveConcurrency, FixedConcurrency } from './concurrency.js';
 import { HedgePolicy } from './hedge.js';
 import { OrderedWindow, type WindowTask } from './ordered-window.js';
 import { fetchPage, type PageData, type PageFetchContext } from './page-fetcher.js';
-import { checkRowLimit, type PageRange, PagePlan } from './page-plan.js';
+import { checkRowLimit, PagePlan, type PageRange } from './page-plan.js';
 import { PageRequests, type Pauses } from './page-requests.js';
 import type { KeptPage, LocalMark, ResultSource } from './result-source.js';
 import { type ConcurrencyChange, RequestScheduler } from './scheduler.js';
