@@ -208,15 +208,15 @@ describe("page size from the link model (pageSize 'auto')", () => {
     const dear = planned(500_000, serviceOf(70, 0.2));
     dear.next();
     expect(dear.next()!.limit).toBe(1000);
-    // Rows that cost nothing measurable (a near service): the byte bound, 4.5 MB (10,465 rows) on the
-    // ladder: 8,000.
+    // Rows that cost nothing measurable (a near service): the byte bound, 4.5 MB (10,465 rows) in whole
+    // thousands: 10,000.
     const near = planned(500_000, serviceOf(2, 0));
     near.next();
-    expect(near.next()!.limit).toBe(8000);
-    // A far service with a high fixed cost and cheap rows: large pages too.
+    expect(near.next()!.limit).toBe(10_000);
+    // A far service with a high fixed cost and cheap rows: as large.
     const far = planned(500_000, serviceOf(500, 0.02));
     far.next();
-    expect(far.next()!.limit).toBe(8000);
+    expect(far.next()!.limit).toBe(10_000);
   });
 
   it('pages end on multiples of their size, so boundaries are the same from run to run', () => {
@@ -237,10 +237,10 @@ describe("page size from the link model (pageSize 'auto')", () => {
     const capped = planned(500_000, link, { scarce: true });
     free.next();
     capped.next();
-    // Free: 70 / 0.002 = 35,000 rows, bound by 4.5 MB: 8,000. Capped: 70 / (0.0172 - 0.002) = 4,600 rows
-    // at least, and the rule above gives more already.
-    expect(free.next()!.limit).toBe(8000);
-    expect(capped.next()!.limit).toBe(8000);
+    // Free: 70 / 0.002 = 35,000 rows, bound by 4.5 MB: 10,000. Capped: 70 / (0.0172 - 0.002) = 4,600
+    // rows at least, and the rule above gives more already.
+    expect(free.next()!.limit).toBe(10_000);
+    expect(capped.next()!.limit).toBe(10_000);
     const dear = serviceOf(70, 0.02);
     dear.completed(
       { rows: 10_000, bytes: 4.3e6, waitMs: 270, bodyMs: 172, flightBytes: 4.3e6, flightMs: 442 },
@@ -253,7 +253,7 @@ describe("page size from the link model (pageSize 'auto')", () => {
     expect(dearFree.next()!.limit).toBe(4000);
     // A row's body (0.0172 ms) is shorter than its service time (0.02 ms): no page size makes the body
     // last its wait, so the byte bound.
-    expect(dearCapped.next()!.limit).toBe(8000);
+    expect(dearCapped.next()!.limit).toBe(10_000);
   });
 
   it('metered: the rest in pages of half the window; a fixed pageSize is never resized', () => {

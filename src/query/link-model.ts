@@ -265,9 +265,14 @@ export class LinkModel {
   pageRows(bytesPerRow: number, now: number, scarce = false): number | undefined {
     const most = PAGE_BYTES_MAX / bytesPerRow;
     const least = Math.min(most, Math.max(PAGE_ROWS_UNIT, PAGE_BYTES_MIN / bytesPerRow));
-    // A client that holds its reads back gains nothing from pages that wait less, and pays for each
-    // request with the CPU its reads need: as few as the byte bound allows, whatever the cost.
-    if (this.clientBound(now)) return onLadder(most, least, most);
+    // The byte bound itself, in whole units (it follows the rows' width alone, so it is the same from run
+    // to run): a client that holds its reads back gains nothing from pages that wait less, and pays for
+    // each request with the CPU its reads need; and rows that cost the service nothing need no less.
+    const bound =
+      most < PAGE_ROWS_UNIT
+        ? Math.max(1, Math.floor(most))
+        : Math.floor(most / PAGE_ROWS_UNIT) * PAGE_ROWS_UNIT;
+    if (this.clientBound(now)) return bound;
     const fit = this.fit(now);
     if (fit === undefined) return undefined;
     let rows = fit.perRowMs > 0 ? (ROW_SHARE * fit.fixedMs) / fit.perRowMs : most;
@@ -277,7 +282,7 @@ export class LinkModel {
       const worth = perRowBody > fit.perRowMs ? fit.fixedMs / (perRowBody - fit.perRowMs) : most;
       rows = Math.max(rows, worth);
     }
-    return onLadder(rows, least, most);
+    return rows >= most ? bound : onLadder(rows, least, most);
   }
 }
 

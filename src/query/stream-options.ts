@@ -23,9 +23,9 @@ export interface StreamOptions {
   readonly format?: 'auto' | DecodableFormat;
   /**
    * Rows per page request (minimum 1). `'auto'` sizes each page from the link model when it is sent (see
-   * docs/performance.md, *The link model*): rows whose service time is about the service's fixed time,
-   * 1,000 × a power of two, a body of 256 KiB to 4.5 MB; larger under a rate limit or a cap on requests
-   * in flight. Either way, a server that answers fewer rows than asked (it clamps `limit`) is asked for
+   * docs/performance.md, *The link model*): rows whose service time is about the service's fixed time
+   * (1,000 × a power of two), a body of 256 KiB to 4.5 MB, the byte bound when the client itself is what
+   * reads wait for; larger under a rate limit or a cap on requests in flight. Either way, a server that answers fewer rows than asked (it clamps `limit`) is asked for
    * that many from then on.
    * @default 'auto'
    */
