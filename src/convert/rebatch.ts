@@ -2,8 +2,9 @@
  * Re-slicing batches to a fixed row count, independent of the page size they were built from (measured
  * before this repository: many small batches slow IPC writing; re-batch to fewer, larger ones for export). Larger batches are
  * sliced (zero-copy); pieces of several batches are concatenated by copying their buffers into one
- * contiguous batch. Supports the types `RecordBatchBuilder` produces (Float64, DateDay, Timestamp,
- * Bool, Utf8, Dictionary<Utf8, Int32>).
+ * contiguous batch. Supports the types `RecordBatchBuilder` produces (Float64, Int64 with
+ * `bigNumbers: 'bigint'`, DateDay, Timestamp, Bool, Utf8, Dictionary<Utf8, Int32>), and the other
+ * fixed-width numbers.
  */
 
 import {
@@ -50,11 +51,18 @@ export async function* rebatchAsync(
   if (rest) yield rest;
 }
 
-/** Rows gathered into batches of exactly `batchSize`; `rest()` gives the last, shorter one. */
+/**
+ * Rows gathered into batches of exactly `batchSize`; `rest()` gives the last, shorter one. `copy`: every
+ * batch out is a fresh contiguous copy, even one that is a slice of a single batch in (a slice keeps its
+ * source's buffers, whose bits past the slice then reach the IPC bytes).
+ */
 export class Pending {
   #pieces: RecordBatch[] = [];
   #rows = 0;
-  constructor(readonly batchSize: number) {}
+  constructor(
+    readonly batchSize: number,
+    readonly copy = false,
+  ) {}
 
   *add(batch: RecordBatch): Generator<RecordBatch> {
     let offset = 0;
@@ -75,7 +83,7 @@ export class Pending {
     const pieces = this.#pieces;
     this.#pieces = [];
     this.#rows = 0;
-    return pieces.length === 1 ? pieces[0]! : concatBatches(pieces);
+    return pieces.length === 1 && !this.copy ? pieces[0]! : concatBatches(pieces);
   }
 }
 
@@ -116,7 +124,7 @@ function concatData(name: string, pieces: readonly Data[], length: number): Data
     const data = concatFixed(pieces, length) as Int32Array;
     return makeData({ type, length, nullCount, nullBitmap, data, dictionary });
   }
-  if (DataType.isFloat(type) || DataType.isDate(type) || DataType.isTimestamp(type)) {
+  if (DataType.isFloat(type) || DataType.isInt(type) || DataType.isDate(type) || DataType.isTimestamp(type)) {
     return makeData({ type, length, nullCount, nullBitmap, data: concatFixed(pieces, length) } as never);
   }
   throw new InvalidArgumentError(
@@ -125,7 +133,7 @@ function concatData(name: string, pieces: readonly Data[], length: number): Data
   );
 }
 
-type FixedArray = Float64Array | Int32Array | BigInt64Array;
+type FixedArray = Float64Array | Float32Array | Int32Array | BigInt64Array;
 
 /** Fixed-width values: sliced Data already starts its `values` at its first row. */
 function concatFixed(pieces: readonly Data[], length: number): FixedArray {
