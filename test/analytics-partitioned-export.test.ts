@@ -20,6 +20,7 @@ import {
   InvalidArgumentError,
   type PartitionReport,
   partitionPath,
+  rawBody,
   ServerError,
 } from '../src/index.js';
 import { duck } from './cli-helpers.js';
@@ -347,7 +348,16 @@ describe('exportPartitioned: arguments', () => {
       [{ dataset: '../x' }, /dataset/],
       [{ outDir: '' }, /directory path/],
       [{ concurrency: 0 }, /to be an integer >= 1, got 0/],
-      [{ body: { tickers: ['nasdaq:aapl'] } }, /no `tickers` in `body`/],
+      [{ body: rawBody({ tickers: ['nasdaq:aapl'] }) }, /no `tickers` in `body`/],
+      [{ body: { filters: [] } }, /Expected `body` to be a rawBody\(\{ … \}\)/],
+      [
+        { parquet: { rowGroupsize: 10 } },
+        /Invalid `parquet.rowGroupsize`: did you mean `parquet.rowGroupSize`\?/,
+      ],
+      [
+        { stream: { output: 'rows' } },
+        /Invalid `stream.output`: not one of the options of `exportPartitioned\(\)`/,
+      ],
       [{ stream: { pageSize: 0 } }, /pageSize|Expected an integer >= 1/],
     ];
     for (const [override, message] of bad) {

@@ -181,9 +181,9 @@ describe('the option checks routed through it', () => {
       '0 (number)',
     );
     await expectMessage(
-      () => first({ datasets: ['job_listings'], tickers: ['nasdaq:aapl'], body: { tickers: [] } }),
+      () => first({ datasets: ['job_listings'], tickers: ['nasdaq:aapl'], body: { tickers: [] } as never }),
       'body',
-      'an object without `tickers` (pass them as `tickers`)',
+      'a rawBody({ … }) of the members to send besides `tickers`',
       '{"tickers":[]} (object)',
     );
   });

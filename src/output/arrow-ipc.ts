@@ -4,7 +4,7 @@
  * Transform, so Node's backpressure applies on both sides and a failure tears it down cleanly.
  */
 import type { Transform } from 'node:stream';
-import { invalid } from '../core/validate.js';
+import { checkKeys, checkObject, invalid, optionKeys } from '../core/validate.js';
 import { DEFAULT_BATCH_SIZE } from './fixed-batches.js';
 import { arrowIpcTransform } from './ipc-transform.js';
 
@@ -24,7 +24,10 @@ export interface ArrowIpcOptions {
   readonly batchSize?: number;
 }
 
+const KEYS = optionKeys<ArrowIpcOptions>({ format: true, batchSize: true });
+
 export function toArrowIpc(options: ArrowIpcOptions = {}): Transform {
+  checkKeys(checkObject(options, 'options'), KEYS, 'options of `toArrowIpc()`');
   const format = options.format ?? 'file';
   if (format !== 'file' && format !== 'stream') {
     throw invalid('format', "'file' or 'stream'", format);

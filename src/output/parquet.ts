@@ -23,7 +23,7 @@ import { Duplex } from 'node:stream';
 import { type RecordBatch, Table, tableToIPC } from 'apache-arrow';
 import type { RecordBatch as WasmRecordBatch } from 'parquet-wasm';
 import { InvalidArgumentError } from '../core/errors.js';
-import { checkInteger, invalid } from '../core/validate.js';
+import { checkInteger, checkKeys, checkObject, invalid, optionKeys } from '../core/validate.js';
 import { VERSION } from '../core/version.js';
 import { DEFAULT_BATCH_SIZE, fixedBatches } from './fixed-batches.js';
 
@@ -62,17 +62,27 @@ const CODECS = {
   none: 'UNCOMPRESSED',
 } as const satisfies Readonly<Record<ParquetCompression, string>>;
 
-interface NormalizedParquetOptions {
+/** @internal */
+export interface NormalizedParquetOptions {
   readonly compression: (typeof CODECS)[ParquetCompression];
   readonly rowGroupSize: number;
 }
 
-function normalizeParquetOptions(options: ParquetOptions): NormalizedParquetOptions {
+const KEYS = optionKeys<ParquetOptions>({ compression: true, rowGroupSize: true });
+
+/** Checks and defaults; `prefix`: the path of options nested in others (`parquet.`). */
+export function normalizeParquetOptions(options: ParquetOptions, prefix = ''): NormalizedParquetOptions {
+  checkKeys(
+    checkObject(options, prefix ? prefix.slice(0, -1) : 'options'),
+    KEYS,
+    'options of `toParquet()`',
+    prefix,
+  );
   const compression = options.compression ?? 'zstd';
   if (!Object.hasOwn(CODECS, compression)) {
-    throw invalid('compression', `one of ${Object.keys(CODECS).join(', ')}`, compression);
+    throw invalid(`${prefix}compression`, `one of ${Object.keys(CODECS).join(', ')}`, compression);
   }
-  const rowGroupSize = checkInteger(options.rowGroupSize ?? 65_536, 'rowGroupSize', 1);
+  const rowGroupSize = checkInteger(options.rowGroupSize ?? 65_536, `${prefix}rowGroupSize`, 1);
   return { compression: CODECS[compression], rowGroupSize };
 }
 

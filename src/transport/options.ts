@@ -107,6 +107,27 @@ export interface ClientOptions {
   readonly telemetry?: boolean;
 }
 
+/** Every option of `ClientOptions`, for the check of unknown keys (the compiler keeps it complete). */
+export const CLIENT_OPTIONS = {
+  baseUrl: true,
+  apiKey: true,
+  token: true,
+  apiVersion: true,
+  timeoutMs: true,
+  maxResponseBytes: true,
+  connections: true,
+  headers: true,
+  allowInsecureHttp: true,
+  dispatcher: true,
+  proxy: true,
+  ca: true,
+  logger: true,
+  retry: true,
+  rateLimit: true,
+  compression: true,
+  telemetry: true,
+} as const satisfies { readonly [K in keyof Required<ClientOptions>]: true };
+
 /** A logger of the pino / `console` shape; the methods the library calls, each optional. */
 export interface Logger {
   debug?(message: string): unknown;
