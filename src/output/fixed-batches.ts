@@ -84,9 +84,11 @@ class WriterDictionary {
     const out = new Int32Array(data.length);
     let bitmap: Uint8Array | undefined;
     let nullCount = 0;
+    const validity = data.nullCount > 0 ? data.nullBitmap : undefined;
     for (let i = 0; i < data.length; i++) {
       let id = -1;
-      if (data.getValid(i)) {
+      const at = data.offset + i;
+      if (validity === undefined || validity[at >> 3]! & (1 << (at & 7))) {
         const key = keys[i]!;
         id = mapped[key]!;
         if (id === -1) mapped[key] = id = this.#idOf(entryAt(source, starts, key));
@@ -177,16 +179,20 @@ function utf8Chunk(entries: readonly Uint8Array[]): Data<Utf8> {
  * decoder's or the cache's business, and the IPC and Parquet bytes must not depend on it.
  */
 function clearUnderNulls(data: Data): void {
-  if (data.nullCount <= 0 || data.valueOffsets !== undefined) return;
+  const bitmap = data.nullBitmap;
+  if (data.nullCount <= 0 || bitmap === undefined || data.valueOffsets !== undefined) return;
   const values = data.values as Uint8Array | Int32Array | Float64Array | BigInt64Array | undefined;
   if (values === undefined) return;
   const bool = DataType.isBool(data.type);
   const zero = values instanceof BigInt64Array ? 0n : 0;
-  for (let i = 0; i < data.length; i++) {
-    if (data.getValid(i)) continue;
-    const at = data.offset + i;
-    if (bool) (values as Uint8Array)[at >> 3]! &= ~(1 << (at & 7));
-    else (values as unknown as (number | bigint)[])[i] = zero;
+  // A fresh copy (offset 0): a byte of the bitmap at a time, and only its null bits looked at.
+  for (let byte = 0; byte < bitmap.length; byte++) {
+    if (bitmap[byte] === 0xff) continue;
+    for (let i = byte * 8; i < Math.min(byte * 8 + 8, data.length); i++) {
+      if (bitmap[byte]! & (1 << (i & 7))) continue;
+      if (bool) (values as Uint8Array)[i >> 3]! &= ~(1 << (i & 7));
+      else (values as unknown as (number | bigint)[])[i] = zero;
+    }
   }
 }
 
