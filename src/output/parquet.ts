@@ -70,7 +70,7 @@ export interface NormalizedParquetOptions {
 
 const KEYS = optionKeys<ParquetOptions>({ compression: true, rowGroupSize: true });
 
-/** Checks and defaults; `prefix`: the path of options nested in others (`parquet.`). */
+/** @internal Checks and defaults; `prefix`: the path of options nested in others (`parquet.`). */
 export function normalizeParquetOptions(options: ParquetOptions, prefix = ''): NormalizedParquetOptions {
   checkKeys(
     checkObject(options, prefix ? prefix.slice(0, -1) : 'options'),
