@@ -101,8 +101,8 @@ export async function toPolars<DF = PolarsDataFrameLike>(
   checkKeys(checkObject(options, 'options'), POLARS_KEYS, 'options of `toPolars()`');
   const table = asTable(source, 'source');
   const pl = options.polars ?? (await loadPolars<DF>());
-  const batches = (table.batches.length ? table.batches : [emptyBatch(table.schema)]).map(
-    withoutDictionaries,
+  const batches = (table.batches.length ? table.batches : [emptyBatch(table.schema)]).map((b) =>
+    withoutDictionaries(b),
   );
   return pl.readIPC(Buffer.from(tableToIPC(new Table(batches[0]!.schema, batches), 'file')));
 }

@@ -23,6 +23,8 @@
  *   page requests together stay within the one limit the client measures, backing off on 429s.
  * - The partition files keep the `ticker` column (the same value as the directory), so a file read on its
  *   own still says whose rows it holds; engines reading with Hive partitioning get one `ticker` column.
+ *   It is a plain string in the files (not the stream's dictionary), the type Hive partitioning infers
+ *   from the path, so that readers that match the two (pyarrow's dataset API) accept the lake.
  * - **Nothing but Parquet files** in the tree once a run is over: no manifest or `_SUCCESS` marker, since
  *   Polars refuses a directory with files of another extension (DuckDB and Spark would cope). The run's
  *   figures are its return value; a skipped partition's row count is read from its Parquet footer.
@@ -45,6 +47,7 @@ import { abortReason } from '../core/abortable.js';
 import { checkOtherMembers, type RawQueryBody, withTickers } from '../core/raw-body.js';
 import { SafeFile } from '../core/safe-file.js';
 import { checkInteger, checkKeys, checkObject, checkSignal, invalid, optionKeys } from '../core/validate.js';
+import { plainStringColumns } from '../output/dictionaries.js';
 import {
   loadParquetWasm,
   normalizeParquetOptions,
@@ -124,6 +127,14 @@ export interface PartitionedExportResult {
   readonly rowsWritten: number;
   readonly bytesWritten: number;
 }
+
+/**
+ * The columns a partition's path names. A file's own column of that name is written as a plain string:
+ * what Hive partitioning infers from the path. pyarrow's dataset reader refused the lake while the files
+ * kept the stream's Dictionary<Utf8> ticker ("ticker has incompatible types: dictionary vs string");
+ * DuckDB, Polars and pandas read either.
+ */
+export const PARTITION_COLUMNS: ReadonlySet<string> = new Set(['dataset', 'ticker']);
 
 /** The file in each partition directory. */
 export const PARTITION_FILE = 'part-0.parquet';
@@ -314,7 +325,13 @@ async function exportPartition(
     const onProgress = opts.onProgress;
     if (onProgress) stream.on('progress', (e) => onProgress({ ticker, rows: e.rows, total: e.total }));
     const counter = new RowCounter();
-    await pipeline(stream, counter, toParquet(opts.parquet), file.stream);
+    await pipeline(
+      stream,
+      counter,
+      plainStringColumns(PARTITION_COLUMNS),
+      toParquet(opts.parquet),
+      file.stream,
+    );
     const bytes = await file.commit();
     const source = stream.source;
     return {
