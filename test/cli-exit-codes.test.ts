@@ -197,3 +197,57 @@ describe('Ctrl-C into `--out -`: exit 130 and the "interrupted" line, every time
     }
   }, 120_000);
 });
+
+describe('Ctrl-C on `dqs query … --out - | head`: exit 130, not 7', () => {
+  // Issue #47: Ctrl-C in a terminal stops the reader too, so dqs's pipe breaks (EPIPE) as its own signal
+  // comes, and the write failure won: exit 7 and "cannot write stdout …" in 5 of 5 runs. Here the pipe is
+  // full and a write pending when both come, in one turn: the reader's end closed, then SIGINT.
+  it('5 of 5 runs: 130 and the "interrupted" line', async () => {
+    const outcomes: string[] = [];
+    for (let run = 0; run < 5; run++) {
+      let pages = 0;
+      let written: () => void = () => {};
+      const enough = new Promise<void>((resolve) => {
+        written = resolve;
+      });
+      const emu = await startEmulator({
+        apiKey: KEY,
+        fault: (r) => {
+          // Four pages of 500 rows of CSV (~800 kB) more than a pipe holds: a write is pending.
+          if (r.method === 'GET' && r.query.limit === '500' && ++pages === 5) written();
+          return undefined;
+        },
+      });
+      try {
+        const child = startCli(
+          [
+            'query',
+            'job_listings',
+            '--out',
+            '-',
+            '--as',
+            'csv',
+            '--page-size',
+            '500',
+            '--concurrency',
+            '1',
+          ].concat(['--no-cache', ...conn(emu.url)]),
+          { cwd: work },
+        );
+        const done = finishCli(child);
+        // Not read from here on: the pipe fills and dqs's writes wait.
+        child.stdout!.pause();
+        await enough;
+        child.stdout!.destroy();
+        child.kill('SIGINT');
+        const r = await done;
+        outcomes.push(
+          `${r.code} ${/^dqs query: interrupted \(SIGINT\)$/m.test(r.stderr) ? 'line' : r.stderr.trim()}`,
+        );
+      } finally {
+        await emu.close();
+      }
+    }
+    expect(outcomes).toEqual(Array(5).fill('130 line'));
+  }, 120_000);
+});

@@ -18,6 +18,7 @@ import {
 import { UsageError } from './errors.js';
 import { ExitCode } from './exit-codes.js';
 import { commandHelp, mainHelp } from './help.js';
+import { abortedWithin, INTERRUPT_GRACE_MS, isBrokenPipe } from './interrupt.js';
 import { debugText, redact, report } from './report.js';
 
 function write(stream: NodeJS.WriteStream, text: string): void {
@@ -126,7 +127,9 @@ export async function runCli(argv: readonly string[], io: CliIo, signal: AbortSi
     signal.throwIfAborted();
     return await command.run(args, ctx);
   } catch (err) {
-    // A command interrupted mid-flight fails with whatever the abort caused; the signal says why.
+    // A command interrupted mid-flight fails with whatever the abort caused; the signal says why. A
+    // broken pipe may be the interrupt's doing, a moment before this process handles it (interrupt.ts).
+    if (isBrokenPipe(err)) await abortedWithin(signal, INTERRUPT_GRACE_MS);
     const cause = signal.aborted ? signal.reason : err;
     const { exitCode, line } = report(cause, {
       command: command?.name,
