@@ -4,6 +4,7 @@
  * always closes the connection (and with it the embedded emulator).
  */
 import { escapeControls } from '../core/control-chars.js';
+import { withoutCredentials } from '../core/redact.js';
 import { VERSION } from '../core/version.js';
 import { COMMON_OPTIONS, CONNECTION_OPTIONS, flag, parse } from './args.js';
 import type { CliIo, Command, CommandContext } from './command.js';
@@ -120,7 +121,8 @@ export async function runCli(argv: readonly string[], io: CliIo, signal: AbortSi
     };
     ctx.debug(
       settings.kind === 'service'
-        ? `service ${settings.baseUrl}, API key ${settings.apiKey ? 'set' : 'not set'}`
+        ? // Before the library refuses a base URL with credentials in it: never shown, even here.
+          `service ${withoutCredentials(settings.baseUrl)}, API key ${settings.apiKey ? 'set' : 'not set'}`
         : 'no service address: embedded emulator',
     );
     // A signal that came while this process was starting: stop before any work, as any later one would.

@@ -236,7 +236,10 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     throw new InvalidArgumentError('baseUrl', `Expected an http: or https: URL, got ${baseUrl.protocol}`);
   }
   if (baseUrl.username || baseUrl.password) {
-    throw new InvalidArgumentError('baseUrl', 'Expected no credentials in the URL: pass the key as `apiKey`');
+    throw new InvalidArgumentError(
+      'baseUrl',
+      'Expected no credentials in the URL: pass the key as `apiKey` (or DQS_API_KEY)',
+    );
   }
   // Paths are resolved relative to the base, so it must end with '/' or its last segment would be replaced.
   if (!baseUrl.pathname.endsWith('/')) baseUrl.pathname += '/';
@@ -263,7 +266,7 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
   ) {
     throw new InvalidArgumentError(
       'baseUrl',
-      `Refusing to send the API key over plain http:// to ${baseUrl.hostname}; use https:// or pass allowInsecureHttp: true`,
+      `Refusing to send the API key over plain http:// to ${baseUrl.hostname}; use https://, or pass \`allowInsecureHttp: true\``,
     );
   }
   const apiVersion = options.apiVersion ?? API_VERSION;
