@@ -69,9 +69,9 @@ function documentedCodes(): number[] {
   return [...table.matchAll(/^\| (\d+) \|/gm)].map((m) => Number(m[1]));
 }
 
-/** Runs a Ctrl-C (or SIGTERM) into `dqs query --out - --as csv` once rows are flowing on stdout. */
-async function interruptStdout(signal: 'SIGINT' | 'SIGTERM', slow: Emulator): Promise<Run> {
-  const child = startCli(
+/** `dqs query` of all job_listings to stdout as CSV, in pages of 500 rows one at a time, from `emu`. */
+function csvToStdout(emu: Emulator) {
+  return startCli(
     [
       'query',
       'job_listings',
@@ -84,10 +84,15 @@ async function interruptStdout(signal: 'SIGINT' | 'SIGTERM', slow: Emulator): Pr
       '--concurrency',
       '1',
       '--no-cache',
-      ...conn(slow.url),
+      ...conn(emu.url),
     ],
     { cwd: work },
   );
+}
+
+/** Runs a Ctrl-C (or SIGTERM) into `dqs query --out - --as csv` once rows are flowing on stdout. */
+async function interruptStdout(signal: 'SIGINT' | 'SIGTERM', slow: Emulator): Promise<Run> {
+  const child = csvToStdout(slow);
   const done = finishCli(child);
   await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
   child.kill(signal);
@@ -219,21 +224,7 @@ describe('Ctrl-C on `dqs query … --out - | head`: exit 130, not 7', () => {
         },
       });
       try {
-        const child = startCli(
-          [
-            'query',
-            'job_listings',
-            '--out',
-            '-',
-            '--as',
-            'csv',
-            '--page-size',
-            '500',
-            '--concurrency',
-            '1',
-          ].concat(['--no-cache', ...conn(emu.url)]),
-          { cwd: work },
-        );
+        const child = csvToStdout(emu);
         const done = finishCli(child);
         // Not read from here on: the pipe fills and dqs's writes wait.
         child.stdout!.pause();

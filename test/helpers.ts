@@ -1,11 +1,12 @@
 /** Test helpers: a real emulator on 127.0.0.1:0 and a client pointed at it; both closed after each test. */
 import type { Readable } from 'node:stream';
 import type { RecordBatch } from 'apache-arrow';
-import { afterEach } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import { type EmulatorOptions, startEmulator } from '../src/emulator/index.js';
 import {
   DatasetClient,
   type DqsError,
+  InvalidArgumentError,
   NetworkError,
   RateLimitedError,
   type RetryEvent,
@@ -149,4 +150,15 @@ export function loopTurns(): { readonly count: number; readonly times: readonly 
       on = false;
     },
   };
+}
+
+/** The error `run` throws (synchronously or as a rejection), which must be an InvalidArgumentError. */
+export async function invalidArgumentOf(run: () => unknown): Promise<InvalidArgumentError> {
+  try {
+    await run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    return error as InvalidArgumentError;
+  }
+  throw new Error('expected an InvalidArgumentError, got none');
 }

@@ -13,30 +13,18 @@ import { queryInfo } from '../src/emulator/index.js';
 import {
   DatasetClient,
   exportPartitioned,
-  InvalidArgumentError,
   queryEach,
   rawBody,
   toArrowIpc,
   toCsv,
   toParquet,
 } from '../src/index.js';
-import { setup } from './helpers.js';
+import { invalidArgumentOf as refusal, setup } from './helpers.js';
 
 const dirs: string[] = [];
 afterEach(() => {
   while (dirs.length) rmSync(dirs.pop()!, { recursive: true, force: true });
 });
-
-/** The error `run` throws, synchronously or as a rejection. */
-async function refusal(run: () => unknown): Promise<InvalidArgumentError> {
-  try {
-    await run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(InvalidArgumentError);
-    return error as InvalidArgumentError;
-  }
-  throw new Error('expected an InvalidArgumentError, got none');
-}
 
 describe('a misspelt key is refused, naming the key meant, before anything is sent', () => {
   it('twelve typos: client, stream, query, query body and export options', async () => {

@@ -80,7 +80,10 @@ const plainSchemas = new WeakMap<Schema, Map<string, Schema>>();
 function plainSchema(schema: Schema, decoded: (f: Field) => boolean): Schema {
   const which = schema.fields.map((f) => (decoded(f) ? '1' : '0')).join('');
   let byChoice = plainSchemas.get(schema);
-  if (!byChoice) plainSchemas.set(schema, (byChoice = new Map()));
+  if (!byChoice) {
+    byChoice = new Map();
+    plainSchemas.set(schema, byChoice);
+  }
   let plain = byChoice.get(which);
   if (!plain) {
     plain = new Schema(
