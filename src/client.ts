@@ -23,7 +23,7 @@ import {
 } from './core/wire.js';
 import { envelopeOf, parseTablePage } from './decode/table-json.js';
 import { readTableEnvelope } from './decode/table-json-fast.js';
-import { adaptiveConcurrency } from './query/concurrency.js';
+import { AdaptiveConcurrency } from './query/concurrency.js';
 import type { PageRange } from './query/page-plan.js';
 import { checkRowLimit } from './query/page-plan.js';
 import { QueryResult } from './query/query-result.js';
@@ -160,8 +160,9 @@ export class DatasetClient extends EndpointClient {
   /** @internal The scheduler every `'auto'` stream of this client shares. */
   get scheduler(): RequestScheduler {
     if (!this.#scheduler) {
+      const http = this.http;
       this.#scheduler = new RequestScheduler(
-        adaptiveConcurrency(this.#maxConcurrency, this.http.rateLimited),
+        new AdaptiveConcurrency({ max: this.#maxConcurrency, metered: () => http.rateLimited }),
       );
       this.#scheduler.onChange((change: ConcurrencyChange) => this.emit('concurrency', change));
     }
@@ -429,6 +430,7 @@ export class DatasetClient extends EndpointClient {
       codings: read.codings,
       info: read.info,
       waitMs: read.waitMs,
+      bodyMs: read.bodyMs,
     };
     return { fields: page.fields, page: kept, lastDateUpdated };
   }

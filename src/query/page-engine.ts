@@ -1,8 +1,8 @@
 /**
  * The page engine: one owner for a page's way from the plan to the consumer.
  *
- *   plan (page-plan.ts: which rows, how many per page, learned from each page that arrives)
- *   → slot (ordered-window.ts takes a scheduler permit; page-slot.ts holds it for the page's requests)
+ *   plan (page-plan.ts: which rows, how many per page, from the link model when the request can leave)
+ *   → requests (page-requests.ts: each a task of the scheduler's queue, its limit the link model's)
  *   → request and body (page-fetcher.ts through the client's `PageTransport`; the query's first page is
  *     already in hand as a `KeptPage`)
  *   → decode (decode/PageDecoder) → convert (convert/page-converters.ts, with the batch policy)
@@ -24,12 +24,12 @@ import {
 import { DqsError, TruncatedError } from '../core/errors.js';
 import { PageDecoder } from '../decode/index.js';
 import type { RetryEvent } from '../transport/retry.js';
-import { adaptiveConcurrency, FixedConcurrency } from './concurrency.js';
+import { AdaptiveConcurrency, FixedConcurrency } from './concurrency.js';
 import { HedgePolicy } from './hedge.js';
 import { OrderedWindow, type WindowTask } from './ordered-window.js';
 import { fetchPage, type PageData, type PageFetchContext } from './page-fetcher.js';
-import { checkRowLimit, PagePlan, TARGET_PAGE_BYTES } from './page-plan.js';
-import { PageSlot, type Pauses } from './page-slot.js';
+import { checkRowLimit, PagePlan } from './page-plan.js';
+import { PageRequests, type Pauses } from './page-requests.js';
 import type { LocalMark, ResultSource } from './result-source.js';
 import { type ConcurrencyChange, RequestScheduler } from './scheduler.js';
 import type { SplitInfo } from './split-info.js';
@@ -137,12 +137,21 @@ export class PageEngine {
       return;
     }
     const { format, mediaType } = chooseFormat(opts.format, source.formats);
+    const scheduler = this.#schedulerFor(source);
+    this.#scheduler = scheduler;
+    const detachScheduler = scheduler.onChange((change) => this.#events.concurrency(change));
     const pages = new PagePlan(
       opts.startRow,
       source.total,
       opts.pageSize,
       opts.pageSizeAuto
-        ? { windowBytes: opts.windowBytes, rateLimited: () => source.pages.rateLimited }
+        ? {
+            link: scheduler.link,
+            now: () => performance.now(),
+            windowBytes: opts.windowBytes,
+            rateLimited: () => source.pages.rateLimited,
+            scarce: () => scheduler.capped,
+          }
         : undefined,
     );
     // The page read with the query (its descriptors came from it) is the stream's first, if it fits.
@@ -158,32 +167,13 @@ export class PageEngine {
       rows: opts.output === 'rows' && this.#keepsRows ? { dates: opts.dates } : undefined,
       invalidUtf8: opts.invalidUtf8,
     });
-    const scheduler = this.#schedulerFor(source);
-    this.#scheduler = scheduler;
-    const detachScheduler = scheduler.onChange((change) => this.#events.concurrency(change));
-    // The kept page shows the bytes per row before any other page is planned: the first requests already
-    // ask for pages of the size the plan aims at.
     if (first) {
-      const rows = first.range.limit;
-      pages.learn({ parts: [], rowCount: rows, bytes: first.bytes.length, requests: 1 });
-      if (first.waitMs !== undefined) pages.answered(rows, first.waitMs);
-      // Its rows are read: what is left (which `spread` cuts) starts after them.
+      // Its bytes per row size the first requests, its wait and body the first wave; its rows are read.
+      pages.learn({ parts: [], rowCount: first.range.limit, bytes: first.bytes.length, requests: 1 });
+      if (first.waitMs !== undefined && first.bodyMs !== undefined) {
+        scheduler.firstPage({ waitMs: first.waitMs, bodyMs: first.bodyMs });
+      }
       pages.skip(first.range);
-    }
-    // A far service (the query's own requests were slow to answer) starts from more requests at once, and
-    // grows per answer up to what the byte budget holds (the window then bounds what is held and in flight).
-    const pageBytes = pages.pageBytes ?? TARGET_PAGE_BYTES;
-    scheduler.prime(source.pages.fastestAnswerMs, Math.floor(opts.windowBytes / pageBytes));
-    const spread = pages.spread(scheduler.limit);
-    // A spread result the byte budget holds whole goes out whole: waiting for answers before sending the
-    // rest would cost a service's wait per step (`planned`). The rest wait twice the quickest answer,
-    // which a refusal by a service that caps requests in flight takes at most (a new connection's
-    // handshake, then the request).
-    if (
-      spread > scheduler.limit &&
-      spread * (pages.pageBytes ?? Number.POSITIVE_INFINITY) <= opts.windowBytes
-    ) {
-      scheduler.planned(spread, 2 * (source.pages.fastestAnswerMs ?? 0));
     }
     const ctx: PageFetchContext = {
       pages: source.pages,
@@ -195,9 +185,6 @@ export class PageEngine {
       maxResponseBytes: source.pages.maxResponseBytes,
       timeoutMs: opts.timeoutMs,
       hedge: opts.hedge ? this.#hedge : undefined,
-      answered: (rows, waitMs) => {
-        if (pages.answered(rows, waitMs)) window.retract();
-      },
     };
     // Pages of this stream waiting out a pause before a retry (a Retry-After, most often): each holds
     // its slot in the window while the consumer waits for it.
@@ -206,19 +193,12 @@ export class PageEngine {
     const retry = (event: RetryEvent) => this.#events.retry(event);
     const read = (run: Promise<PageData>) =>
       run.then((page) => {
-        // Requests turned out metered, and pages are now larger: those planned but still waiting for a
-        // slot are planned anew (under 20 requests a minute, 10 pages of 5,000 rows became one request).
-        if (pages.learn(page)) window.retract();
+        pages.learn(page);
         return page;
       });
-    let firstTask: WindowTask<PageData> | undefined;
-    if (first) {
-      firstTask = {
-        local: true,
-        run: (s) =>
-          read(fetch(ctx, first.range, s, new PageSlot(undefined, undefined, pauses, retry), first)),
-      };
-    }
+    let firstTask: WindowTask<PageData> | undefined = first
+      ? (s) => read(fetch(ctx, first.range, s, new PageRequests(scheduler, pauses, retry), first))
+      : undefined;
     const window = new OrderedWindow<PageData>(
       () => {
         if (firstTask) {
@@ -226,20 +206,17 @@ export class PageEngine {
           firstTask = undefined;
           return task;
         }
+        // A page is planned when its request can be sent: sized from all that was measured until then.
+        if (!pages.done && !scheduler.room) return null;
         const range = pages.next();
         if (range === undefined) return undefined;
-        return {
-          run: (s, permit) => read(fetch(ctx, range, s, new PageSlot(scheduler, permit, pauses, retry))),
-          giveBack: () => pages.giveBack(range),
-        };
+        return (s) => read(fetch(ctx, range, s, new PageRequests(scheduler, pauses, retry)));
       },
       {
-        scheduler,
         // A fixed concurrency keeps its documented window (2 x). 'auto' holds as many pages again as are in
         // flight (at least 2 more: a slow consumer on loopback, at a limit of 2, holds 4 pages), and as
         // many again for each page waiting out a Retry-After: the consumer waits for that page, and
-        // without the room the other requests would stop too, for a second or more (under a cap of 6 on
-        // the WAN bench, a page refused twice held the link idle 0.6 s). windowBytes bounds it all.
+        // without the room the other requests would stop too. windowBytes bounds it all.
         maxPages: () =>
           opts.window ??
           (opts.concurrency === 'auto'
@@ -248,8 +225,9 @@ export class PageEngine {
         maxBytes: opts.windowBytes,
         sizeOf: (page) => page.bytes,
         // Before any page has arrived, pages in flight count at the planned size (the first page showed
-        // the bytes per row): a far service's startup may otherwise plan far past the budget.
+        // the bytes per row).
         expectedSize: () => pages.pageBytes,
+        wake: (fill) => scheduler.onRoom(fill),
       },
     );
     this.#window = window;
@@ -304,8 +282,12 @@ export class PageEngine {
     const opts = this.#options;
     if (opts.concurrency !== 'auto') return new RequestScheduler(new FixedConcurrency(opts.concurrency));
     if (opts.maxConcurrency === undefined && source.scheduler) return source.scheduler;
+    const pages = source.pages;
     return new RequestScheduler(
-      adaptiveConcurrency(opts.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY, source.pages.rateLimited),
+      new AdaptiveConcurrency({
+        max: opts.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY,
+        metered: () => pages.rateLimited,
+      }),
     );
   }
 }

@@ -57,6 +57,8 @@ export interface KeptPage {
   readonly info: { readonly method: string; readonly url: string };
   /** From sending its request to its response headers, in ms (what the service took to answer it). */
   readonly waitMs?: number | undefined;
+  /** From its response headers to its body's last byte, in ms. */
+  readonly bodyMs?: number | undefined;
 }
 
 /** A stream's progress mark for rows a `LocalRows` produced: `end` is the row after them. */

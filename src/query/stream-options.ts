@@ -25,19 +25,20 @@ export interface StreamOptions {
    */
   readonly format?: 'auto' | DecodableFormat;
   /**
-   * Rows per page request (minimum 1). Unset, the stream starts at 10,000 rows (`DEFAULT_PAGE_SIZE`) and
-   * then aims at pages of ~4.5 MB (`TARGET_PAGE_BYTES`) from the bytes per row the first page showed (small pages beat big ones: see docs/performance.md); a
-   * server that answers fewer rows than asked (it clamps `limit`) is asked for that many from then on.
+   * Rows per page request (minimum 1). `'auto'` sizes each page from the link model when it is sent (see
+   * docs/performance.md, *The link model*): rows whose service time is about the service's fixed time,
+   * 1,000 × a power of two, a body of 256 KiB to 4.5 MB; larger under a rate limit or a cap on requests
+   * in flight. Either way, a server that answers fewer rows than asked (it clamps `limit`) is asked for
+   * that many from then on.
    * @default 'auto'
    */
   readonly pageSize?: number | 'auto';
   /**
-   * Page requests at once. `'auto'` measures and adapts (see docs/performance.md): it starts at 4 (8 on a far service), grows
-   * x2 per round while the delivery rate grows and the process is not busy, then keeps the
-   * bandwidth-delay product in flight; it steps back on 429/503 and timeouts, and when latency climbs
-   * without a throughput gain; every `'auto'` stream of one client shares one such limit, so many queries
-   * together do not exceed what the service accepts. A number fixes it (halved on a 429, earned back as
-   * pages succeed).
+   * Page requests at once. `'auto'` keeps twice the measured bandwidth-delay product in flight (see
+   * docs/performance.md, *The link model*): a first wave sized by the query's first page, grown per answer
+   * until the delivery rate stops growing, cut by a 429's ceiling, a 503 or a timeout; every `'auto'`
+   * stream of one client shares one such limit, so many queries together do not exceed what the service
+   * accepts. A number fixes it (halved on a 429, earned back as pages succeed).
    * @default 'auto'
    */
   readonly concurrency?: number | 'auto';
@@ -147,7 +148,7 @@ export interface NormalizedStreamOptions {
 export const DEFAULT_PAGE_SIZE = 10_000;
 /**
  * The fixed concurrency `npm run bench`'s library scenarios use unless told otherwise (`--concurrency`).
- * Not a default of the library: `concurrency` defaults to `'auto'`, which starts at `INITIAL_LIMIT`.
+ * Not a default of the library: `concurrency` defaults to `'auto'` (the link model, concurrency.ts).
  */
 export const DEFAULT_CONCURRENCY = 2;
 export const DEFAULT_MAX_CONCURRENCY = 64;

@@ -152,6 +152,8 @@ export interface PageBytes {
   readonly wireBytes: number;
   /** From sending the request to its response headers, in ms (the service's time to answer it). */
   readonly waitMs: number;
+  /** From its response headers to its body's last byte, in ms. */
+  readonly bodyMs: number;
 }
 
 /**
@@ -307,10 +309,11 @@ export class EndpointClient extends EventEmitter {
    * `maxResponseBytes`) and kept as bytes: the query's first page, decoded by the page engine.
    */
   async readPageBytes(datasetId: string, queryId: string, options: PageRequest): Promise<PageBytes> {
-    const { response, bytes, waitMs } = await this.http.bytes(pageGet(datasetId, queryId, options));
+    const { response, bytes, waitMs, bodyMs } = await this.http.bytes(pageGet(datasetId, queryId, options));
     return {
       bytes,
       waitMs,
+      bodyMs,
       headers: response.headers,
       info: response.info,
       codings: response.codings,

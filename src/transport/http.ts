@@ -309,16 +309,18 @@ export class HttpTransport {
   }
 
   /** Sends and reads the whole body as bytes (bounded by `maxResponseBytes`), for a caller that keeps them. */
-  async bytes(req: HttpRequest): Promise<{ response: HttpResponse; bytes: Buffer; waitMs: number }> {
-    const { response, body, waitMs } = await this.#whole(req, readBounded);
-    return { response, bytes: body, waitMs };
+  async bytes(
+    req: HttpRequest,
+  ): Promise<{ response: HttpResponse; bytes: Buffer; waitMs: number; bodyMs: number }> {
+    const { response, body, waitMs, bodyMs } = await this.#whole(req, readBounded);
+    return { response, bytes: body, waitMs, bodyMs };
   }
 
-  /** `waitMs`: from sending the answered attempt to its response headers. */
+  /** `waitMs`: from sending the answered attempt to its response headers; `bodyMs`: then to its last byte. */
   #whole<T>(
     req: HttpRequest,
     read: (response: HttpResponse, maxBytes: number) => Promise<T>,
-  ): Promise<{ response: HttpResponse; body: T; waitMs: number }> {
+  ): Promise<{ response: HttpResponse; body: T; waitMs: number; bodyMs: number }> {
     // The body read is inside the retried unit: a body cut short is retried like a reset.
     return this.#retrying(req, async () => {
       const sentAt = performance.now();
@@ -330,11 +332,12 @@ export class HttpTransport {
       } finally {
         response.done();
       }
+      const bodyMs = performance.now() - sentAt - waitMs;
       // undici frees a connection a turn after its body's last byte has been handed over: a request sent
       // at once (the query's first page right after its POST) would open a new connection, a round trip
       // (and a TLS handshake) more. One macrotask turn lets it reuse this one.
       await setImmediate();
-      return { response, body, waitMs };
+      return { response, body, waitMs, bodyMs };
     });
   }
 
