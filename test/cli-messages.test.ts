@@ -157,11 +157,11 @@ describe('advice names what a dqs user types: flags and variables, not library o
   // user can pass; and `--debug` printed a base URL's password before the URL was refused.
   const LIBRARY_NAMES = /`(baseUrl|apiKey|ca|proxy|allowInsecureHttp)[`:]/;
 
-  it('a base URL with credentials: --base-url and --api-key-file; --debug shows it masked', async () => {
+  it('a base URL with credentials: --base-url and --api-key; --debug shows it masked', async () => {
     const r = await dqs(['datasets', '--base-url', 'http://u:PASSWORD-41@127.0.0.1:9/ok/', '--debug']);
     expect(r.code).toBe(ExitCode.usage);
     expect(r.stderr).toContain(
-      'dqs datasets: Invalid --base-url: Expected no credentials in the URL: pass the key as --api-key-file (or DQS_API_KEY).',
+      'dqs datasets: Invalid --base-url: Expected no credentials in the URL: pass the key as --api-key (or DQS_API_KEY).',
     );
     expect(r.stderr).toContain('dqs [debug]: service http://***@127.0.0.1:9/ok/, API key not set');
     expect(r.stderr).not.toContain('PASSWORD-41');

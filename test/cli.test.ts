@@ -376,25 +376,28 @@ describe('dqs query: files read by independent tools', () => {
       ['--page-size', '37', '--concurrency', '7'],
       ['--concurrency', '1'],
     ];
-    for (const ext of ['arrow', 'arrows', 'parquet']) {
-      const files: Buffer[] = [];
-      for (const [i, read] of reads.entries()) {
-        const path = join(work, `same-${i}.${ext}`);
-        const run = await dqs([
-          'query',
-          DATASET,
-          ...tickerArgs,
-          '--out',
-          path,
-          '--no-cache',
-          ...read,
-          ...conn(),
-        ]);
-        expect(run.code, run.stderr).toBe(0);
-        files.push(await readFile(path));
-      }
-      expect(files[1]!.equals(files[0]!), ext).toBe(true);
-    }
+    // The runs of one format one after the other, the formats side by side.
+    await Promise.all(
+      ['arrow', 'arrows', 'parquet'].map(async (ext) => {
+        const files: Buffer[] = [];
+        for (const [i, read] of reads.entries()) {
+          const path = join(work, `same-${i}.${ext}`);
+          const run = await dqs([
+            'query',
+            DATASET,
+            ...tickerArgs,
+            '--out',
+            path,
+            '--no-cache',
+            ...read,
+            ...conn(),
+          ]);
+          expect(run.code, run.stderr).toBe(0);
+          files.push(await readFile(path));
+        }
+        expect(files[1]!.equals(files[0]!), ext).toBe(true);
+      }),
+    );
     // --batch-size cuts the Arrow file's batches; a Parquet file has row groups instead.
     const small = await dqs([
       'query',
@@ -411,7 +414,7 @@ describe('dqs query: files read by independent tools', () => {
     const refused = await dqs(['query', DATASET, '--out', 'x.parquet', '--batch-size', '200', ...conn()]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/--batch-size N is for Arrow IPC output/);
-  });
+  }, 120_000);
 });
 
 describe('dqs: connection', () => {

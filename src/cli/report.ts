@@ -52,7 +52,7 @@ export function redact(text: string, secrets: readonly string[]): string {
  */
 const CLI_TERMS: readonly (readonly [option: string, flag: string])[] = [
   ['`baseUrl`', '--base-url'],
-  ['`apiKey`', '--api-key-file'],
+  ['`apiKey`', '--api-key'],
   ['`ca`', '--ca-file PATH'],
   ['`proxy`', '--proxy'],
   ['`allowInsecureHttp: true`', '--allow-insecure-http'],
