@@ -66,6 +66,7 @@ export {
   TimeoutError,
   TruncatedError,
 } from './core/errors.js';
+export { RawQueryBody, rawBody } from './core/raw-body.js';
 export { VERSION } from './core/version.js';
 export {
   API_VERSION,

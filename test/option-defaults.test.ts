@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_MAX_BYTES, normalizeCacheOptions } from '../src/cache/options.js';
 import { ROW_CAP } from '../src/core/wire.js';
 import { DEFAULT_OPTIONS, normalizeOptions } from '../src/emulator/options.js';
+import { DEFAULT_BATCH_SIZE } from '../src/output/fixed-batches.js';
 import { UNMEASURED_LIMIT } from '../src/query/concurrency.js';
 import * as linkConstants from '../src/query/link-constants.js';
 import {
@@ -91,6 +92,7 @@ const ACTUAL: Record<string, () => unknown> = {
   'cache/options.ts#maxBytes': () => cache.maxBytes,
   'cache/options.ts#refresh': () => cache.refresh,
   'cache/options.ts#maxAge': () => cache.maxAge,
+  'output/arrow-ipc.ts#batchSize': () => DEFAULT_BATCH_SIZE,
   'query/stream-options.ts#output': () => stream.output,
   'query/stream-options.ts#format': () => stream.format,
   'query/stream-options.ts#pageSize': () => (stream.pageSizeAuto ? 'auto' : stream.pageSize),

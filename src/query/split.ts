@@ -10,7 +10,7 @@
  */
 import PQueue from 'p-queue';
 import { SplitSchemaError } from '../core/errors.js';
-import type { FieldDescriptor, QueryBody, QueryHandle } from '../core/wire.js';
+import type { FieldDescriptor, QueryHandle, WireBody } from '../core/wire.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import type { ResultInfo, ResultSource, SourcePart } from './result-source.js';
 import type { ResultPart, SplitInfo } from './split-info.js';
@@ -36,12 +36,12 @@ export interface SplitWarning {
 export interface SplitQuery {
   readonly client: EndpointClient;
   readonly datasetId: string;
-  readonly body: QueryBody;
+  readonly body: WireBody;
   /** How to wait for each part's query (`signal`, `timeoutMs`, polling). */
   readonly wait: WaitOptions;
   /** The result of a part's complete query, described (its first page read) as `client.query()` does. */
   readonly open: (
-    body: QueryBody,
+    body: WireBody,
     handle: QueryHandle,
     signal: AbortSignal | undefined,
   ) => Promise<ResultSource>;
@@ -51,7 +51,7 @@ export interface SplitQuery {
 const CONCURRENCY = 4;
 
 /** The tickers of a body, repeats dropped (a ticker in two parts would give its rows twice). */
-function distinctTickers(body: QueryBody): string[] {
+function distinctTickers(body: WireBody): string[] {
   return [...new Set(Array.isArray(body?.tickers) ? body.tickers : [])];
 }
 
@@ -137,7 +137,7 @@ function checkSameColumns(
  */
 export function reportSplit(
   datasetId: string,
-  body: QueryBody,
+  body: WireBody,
   result: Pick<ResultInfo, 'truncated' | 'total'> & Pick<ResultSource, 'split'>,
   onWarning: ((warning: SplitWarning) => void) | undefined,
 ): void {

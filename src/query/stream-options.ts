@@ -2,11 +2,14 @@ import type { ColumnKind } from '../convert/index.js';
 import { FormatNotOfferedError, InvalidArgumentError } from '../core/errors.js';
 import {
   checkInteger,
+  checkKeys,
+  checkObject,
   checkSignal,
   invalid,
   oneOf,
   optionalBoolean,
   optionalInteger,
+  optionKeys,
 } from '../core/validate.js';
 import { MediaType, ROW_CAP } from '../core/wire.js';
 import { DECODABLE_FORMATS, type DecodableFormat, FORMATS } from '../decode/index.js';
@@ -155,7 +158,48 @@ function invalidConcurrency(value: unknown): never {
   throw invalid('concurrency', "'auto' or an integer >= 1", value);
 }
 
-export function normalizeStreamOptions(options: StreamOptions = {}): NormalizedStreamOptions {
+/** Every option of `StreamOptions`, for the checks of unknown keys (the compiler keeps it complete). */
+export const STREAM_OPTIONS = {
+  output: true,
+  format: true,
+  pageSize: true,
+  concurrency: true,
+  maxConcurrency: true,
+  window: true,
+  windowBytes: true,
+  maxRows: true,
+  batchSize: true,
+  startRow: true,
+  types: true,
+  onInvalid: true,
+  dates: true,
+  bigNumbers: true,
+  onTruncated: true,
+  invalidUtf8: true,
+  hedge: true,
+  signal: true,
+  timeoutMs: true,
+  decoder: true,
+} as const satisfies { readonly [K in keyof Required<StreamOptions>]: true };
+const STREAM_KEYS = optionKeys<StreamOptions>(STREAM_OPTIONS);
+
+/**
+ * Applies defaults and checks every option; `known` are the keys the caller's entry point takes (a
+ * misspelt one is refused, naming the one meant), `where` that entry point (`` `result.stream()` ``),
+ * `prefix` the path of options nested in others (`stream.`).
+ */
+export function normalizeStreamOptions(
+  options: StreamOptions = {},
+  known: ReadonlySet<string> = STREAM_KEYS,
+  where = '`result.stream()`',
+  prefix = '',
+): NormalizedStreamOptions {
+  checkKeys(
+    checkObject(options, prefix ? prefix.slice(0, -1) : 'options'),
+    known,
+    `options of ${where}`,
+    prefix,
+  );
   const pageSizeAuto = options.pageSize === undefined || options.pageSize === 'auto';
   const pageSize = pageSizeAuto ? DEFAULT_PAGE_SIZE : checkInteger(options.pageSize, 'pageSize', 1);
   const concurrency =

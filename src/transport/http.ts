@@ -14,7 +14,7 @@ import { VERSION } from '../core/version.js';
 import { drain, readBounded, readText } from './body.js';
 import { CompressionPolicy } from './compression-policy.js';
 import { connectionError, isUntrustedCertificate } from './connect-errors.js';
-import { inflateResponse } from './content-encoding.js';
+import { inflateFetchedResponse, inflateResponse } from './content-encoding.js';
 import { Credentials } from './credentials.js';
 import { createDispatcher } from './dispatcher.js';
 import type { HttpRequest, HttpResponse } from './exchange.js';
@@ -41,6 +41,8 @@ export class HttpTransport {
   readonly #options: NormalizedClientOptions;
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
+  /** The dispatcher hands bodies over inflated (see the constructor). */
+  readonly #inflatesItself: boolean;
   /** The proxy requests to the service go through (as undici's agents decide it), for messages. */
   readonly #proxy: ProxyChoice | undefined;
   readonly #credentials: Credentials;
@@ -74,6 +76,9 @@ export class HttpTransport {
     this.#ownsDispatcher = options.dispatcher === undefined;
     this.#dispatcher = options.dispatcher ?? createDispatcher(options);
     this.#proxy = options.dispatcher ? undefined : proxyFor(options.baseUrl, options.proxy, process.env);
+    // An `undici` whose dispatchers cannot dispatch is not undici's HTTP client but one built on fetch
+    // (Bun's), and fetch inflates bodies itself: their bytes decide then whether they still need it.
+    this.#inflatesItself = typeof (this.#dispatcher as { dispatch?: unknown }).dispatch !== 'function';
     if (this.#proxy) {
       log?.info?.(
         `dqs-client: requests to ${options.baseUrl.origin} go through the proxy ${displayProxy(this.#proxy.url)} (from ${this.#proxy.source})`,
@@ -103,7 +108,8 @@ export class HttpTransport {
   }
 
   async close(): Promise<void> {
-    if (this.#ownsDispatcher) await this.#dispatcher.close();
+    // Bun's `undici` (built on its fetch) gives agents without close(): nothing of ours to release there.
+    if (this.#ownsDispatcher && typeof this.#dispatcher.close === 'function') await this.#dispatcher.close();
   }
 
   /**
@@ -244,9 +250,10 @@ export class HttpTransport {
     let inflated: ReturnType<typeof inflateResponse>;
     const signal = controller.signal;
     try {
-      inflated = inflateResponse(res, req.method, info, acceptEncoding, (err) =>
-        translateError(err, info, signal),
-      );
+      const translate = (err: unknown) => translateError(err, info, signal);
+      inflated = this.#inflatesItself
+        ? await inflateFetchedResponse(res, req.method, info, acceptEncoding, translate)
+        : inflateResponse(res, req.method, info, acceptEncoding, translate);
     } catch (err) {
       done();
       throw err;
