@@ -132,6 +132,10 @@ interface Outcome {
   stale?: string;
   /** Why the result read from the service was not stored. */
   notStored?: string;
+  /** A split read went on from the checkpoint of an interrupted run. */
+  resumed?: Extract<CacheEvent, { type: 'resumed' }>;
+  /** Why the checkpoint of an interrupted split read was not used (or not all of it). */
+  checkpoint?: string;
 }
 
 /**
@@ -173,6 +177,12 @@ export function cacheNote(client: DatasetClient, ctx: Pick<CommandContext, 'debu
       case 'stored':
         delete of(e.key).notStored;
         break;
+      case 'resumed':
+        of(e.key).resumed = e;
+        break;
+      case 'checkpoint-unusable':
+        of(e.key).checkpoint ??= e.reason;
+        break;
       case 'error':
         if (e.key !== undefined) {
           of(e.key).notStored ??= systemReason(e.error);
@@ -203,7 +213,13 @@ export function cacheNote(client: DatasetClient, ctx: Pick<CommandContext, 'debu
       }
       if (o.unusable) return `; the cached entry was unusable (${o.unusable}): read from the service${store}`;
       if (o.stale) return `; the cached result had changed (${o.stale}): read from the service${store}`;
-      return o.notStored ? `; not stored in the local cache (${o.notStored})` : '';
+      const resumed = o.resumed
+        ? `; went on from an interrupted run: ${count(o.resumed.finished)} of ${count(o.resumed.parts)} parts from the local cache`
+        : '';
+      const checkpoint = o.checkpoint
+        ? `; ${o.resumed ? 'but ' : ''}the checkpoint of an interrupted run was not used (${o.checkpoint})`
+        : '';
+      return resumed + checkpoint + (o.notStored ? `; not stored in the local cache (${o.notStored})` : '');
     }
     const hits = all.filter((o) => o.hit).length;
     const unusable = all.filter((o) => !o.hit && o.unusable).length;
