@@ -82,6 +82,19 @@ const sha256 = async (file: string) =>
     .update(await readFile(join(work, file)))
     .digest('hex');
 
+/** `dqs cache list --json`: each entry's `checkpoint` (null for a result's entry). */
+async function checkpoints(cacheHome: string): Promise<({ kind: string } | null)[]> {
+  const run = await finishCli(
+    startCli(['cache', 'list', '--json'], { cwd: work, env: { XDG_CACHE_HOME: join(work, cacheHome) } }),
+  );
+  expect(run.code, run.stderr).toBe(0);
+  const listed = JSON.parse(run.stdout.toString()) as {
+    entries: { kind: string; checkpoint: { kind: string } | null }[];
+  };
+  // Not the temporary files of writers the kill cut short (the next write removes them).
+  return listed.entries.filter((e) => e.kind === 'entry').map((e) => e.checkpoint);
+}
+
 interface Part {
   tickers: string[];
   queryId: string;
@@ -158,6 +171,12 @@ describe('dqs query --split-truncated, killed and run again', () => {
       const unfinished = reference.parts.filter((p) => !finished.includes(p));
       const unfinishedRequests = unfinished.reduce((n, p) => n + 1 + reference.gets.get(p.queryId)!, 0);
 
+      // What the killed run left: its checkpoint, listed as such (the plan, and the parts it finished).
+      const listed = await checkpoints(home);
+      expect(listed.filter((c) => c?.kind === 'plan').length).toBe(1);
+      expect(listed.filter((c) => c?.kind === 'part').length).toBeGreaterThanOrEqual(finished.length);
+      expect(listed).not.toContain(null);
+
       const rerunFrom = emulator.requests.length;
       const rerun = await finishCli(start(out, home));
       expect(rerun.code, rerun.stderr).toBe(0);
@@ -175,6 +194,8 @@ describe('dqs query --split-truncated, killed and run again', () => {
       const again = emulator.requests.slice(rerunFrom);
       for (const p of finished) expect(again.filter((r) => pageOf(r) === p.queryId)).toEqual([]);
       expect(rerun.stderr).toMatch(/went on from an interrupted run: \d of \d parts from the local cache/);
+      // Stored whole: the split result's entry, and no checkpoint left.
+      expect(await checkpoints(home)).toEqual([null]);
     },
     120_000,
   );

@@ -3,6 +3,7 @@
  * `cacheNote()`, the line those commands add to their summary). See docs/cache.md.
  */
 
+import type { EntryHeader } from '../../cache/entry-format.js';
 import type { CacheEvent } from '../../cache/events.js';
 import { defaultCacheDir } from '../../cache/options.js';
 import type { DatasetClient } from '../../client.js';
@@ -90,6 +91,8 @@ export const cacheCommand: Command = {
           truncated: e.header?.truncated ?? null,
           fetchedAt: e.header ? new Date(e.header.fetchedAt).toISOString() : null,
           lastDateUpdated: e.header?.lastDateUpdated ?? null,
+          // A file of an unfinished split read's checkpoint (its plan, or a finished part), not a result.
+          checkpoint: e.header?.checkpoint ?? null,
           problem: e.problem ?? null,
         })),
       });
@@ -110,7 +113,10 @@ export const cacheCommand: Command = {
           { header: 'USED', value: (e) => `${duration(now - e.mtimeMs)} ago` },
           {
             header: 'QUERY',
-            value: (e) => (e.header ? `${e.header.baseUrl} ${e.header.body}` : (e.problem ?? e.name)),
+            value: (e) =>
+              e.header
+                ? `${checkpointText(e.header.checkpoint)}${e.header.baseUrl} ${e.header.body}`
+                : (e.problem ?? e.name),
           },
         ],
         terminalWidth(ctx.io.stdout),
@@ -121,6 +127,14 @@ export const cacheCommand: Command = {
     return ExitCode.ok;
   },
 };
+
+/** How `dqs cache list` shows a file of an unfinished split read's checkpoint (before its query). */
+function checkpointText(mark: EntryHeader['checkpoint']): string {
+  if (!mark) return '';
+  return mark.kind === 'plan'
+    ? '(checkpoint: the parts of an unfinished --split-truncated read of) '
+    : `(checkpoint: the rows of ${mark.tickers.join(', ')}, a finished part of an unfinished --split-truncated read of) `;
+}
 
 /** What became of one result's entry, from the cache events of its key. */
 interface Outcome {
