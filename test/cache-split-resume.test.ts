@@ -161,6 +161,20 @@ describe('a split read broken off goes on from its checkpoint', () => {
   );
 });
 
+describe('a checkpoint with queries that run a while', () => {
+  test('the POSTs answer running: the parts created again are waited for, the rows are right', async () => {
+    const emu = await emulator({ queryDelayMs: 30 });
+    const dir = tempDir();
+    const whole = await read(client(emu).client);
+    await read(client(emu, dir).client, Math.round(whole.rows.length * 0.3));
+    const again = client(emu, dir);
+    const resumed = await read(again.client);
+    expect(resumed.rows).toEqual(whole.rows);
+    expect(resumed.split).toEqual(whole.split);
+    expect(again.events.map((e) => e.type)).toEqual(['miss', 'resumed', 'stored']);
+  });
+});
+
 describe('a checkpoint that no longer holds is not used', () => {
   test('the service changed its data (seed) behind the same address: split again, the new rows', async () => {
     const emu1 = await emulator({ seed: 1 });

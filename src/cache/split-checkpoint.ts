@@ -17,6 +17,7 @@
  */
 import type { RecordBatch } from 'apache-arrow';
 import { RecordBatchBuilder } from '../convert/index.js';
+import { ProtocolError } from '../core/errors.js';
 import type { FieldDescriptor } from '../core/wire.js';
 import type {
   LocalMark,
@@ -262,7 +263,9 @@ export class SplitCheckpoint {
     );
     const fresh = await reread(ctx.signal);
     if (fresh.id !== header.queryId || fresh.total !== header.total) {
-      throw new EntryProblem('foreign', "the part's query is not the checkpoint's any more");
+      throw new ProtocolError(
+        "a finished part's cached entry could not be read, and the service's result of the part is no longer the one it held (another query id or total): run the query again",
+      );
     }
     const inner = new ResultStream(async () => fresh, {
       ...options,

@@ -180,8 +180,9 @@ async function resumeParts(
   const signal = q.wait.signal ?? new AbortController().signal;
   const probes = new PQueue({ concurrency: CONCURRENCY });
   const reread = (list: readonly string[]) => async (s: AbortSignal) => {
-    const { handle } = await service.createAndWait(list, s);
-    return q.open({ ...q.body, tickers: [...list] }, { ...handle, state: 'complete' }, s);
+    const { handle, status } = await service.createAndWait(list, s);
+    const complete: QueryHandle = { ...handle, state: 'complete', total: status?.total ?? handle.total };
+    return q.open({ ...q.body, tickers: [...list] }, complete, s);
   };
   try {
     return await Promise.all(
@@ -208,7 +209,7 @@ async function resumeParts(
           return {
             tickers: part.tickers,
             truncated: part.truncated,
-            handle: { ...handle, state: 'complete' },
+            handle: { ...handle, state: 'complete', total },
           };
         }),
       ),
