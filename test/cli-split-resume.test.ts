@@ -33,7 +33,7 @@ const CAP = 500;
  * A part is finished at the kill when its last page was answered this long before it: time for the
  * CLI to convert, write and commit the part's entry (a few ms; generous for a loaded machine).
  */
-const SETTLE_MS = 150;
+const SETTLE_MS = 300;
 
 let work: string;
 let emulator: Emulator;
@@ -43,7 +43,7 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'dqs-cli-split-resume-'));
   await writeFile(join(work, 'tickers.txt'), `${TICKERS.join('\n')}\n`);
   // Slow pages and few at once: a run lasts long enough to be killed at a chosen point.
-  emulator = await startEmulator({ apiKey: KEY, rowCap: CAP, pageTimeMs: 80 });
+  emulator = await startEmulator({ apiKey: KEY, rowCap: CAP, pageTimeMs: 120 });
 }, 120_000);
 
 afterAll(async () => {
@@ -101,43 +101,53 @@ interface Part {
   total: number;
 }
 
-describe('dqs query --split-truncated, killed and run again', () => {
-  let reference: {
-    sha: string;
-    parts: Part[];
-    gets: Map<string, number>;
-    pages: number;
-    requests: number;
+interface Reference {
+  sha: string;
+  parts: Part[];
+  gets: Map<string, number>;
+  pages: number;
+  requests: number;
+}
+
+/** An uninterrupted run writing `ext` (its own cache): its file's sha256, its parts and requests. */
+async function uninterrupted(ext: string): Promise<Reference> {
+  const from = emulator.requests.length;
+  const run = await finishCli(start(`full.${ext}`, `cache-full-${ext}`));
+  expect(run.code, run.stderr).toBe(0);
+  const seen = emulator.requests.slice(from);
+  const gets = new Map<string, number>();
+  for (const r of seen) {
+    const id = pageOf(r);
+    if (id) gets.set(id, (gets.get(id) ?? 0) + 1);
+  }
+  const summary = JSON.parse(run.stdout.toString()) as { rows: number; parts: Part[] };
+  expect(summary.rows).toBe(ALL);
+  expect(summary.parts.length).toBeGreaterThanOrEqual(4);
+  if (ext === 'arrow') expect(tableFromIPC(await readFile(join(work, 'full.arrow'))).numRows).toBe(ALL);
+  return {
+    sha: await sha256(`full.${ext}`),
+    parts: summary.parts,
+    gets,
+    pages: [...gets.values()].reduce((n, c) => n + c, 0),
+    requests: seen.length,
   };
+}
 
-  beforeAll(async () => {
-    const from = emulator.requests.length;
-    const run = await finishCli(start('full.arrow', 'cache-full'));
-    expect(run.code, run.stderr).toBe(0);
-    const seen = emulator.requests.slice(from);
-    const gets = new Map<string, number>();
-    for (const r of seen) {
-      const id = pageOf(r);
-      if (id) gets.set(id, (gets.get(id) ?? 0) + 1);
-    }
-    const summary = JSON.parse(run.stdout.toString()) as { rows: number; parts: Part[] };
-    expect(summary.rows).toBe(ALL);
-    expect(summary.parts.length).toBeGreaterThanOrEqual(4);
-    expect(tableFromIPC(await readFile(join(work, 'full.arrow'))).numRows).toBe(ALL);
-    reference = {
-      sha: await sha256('full.arrow'),
-      parts: summary.parts,
-      gets,
-      pages: [...gets.values()].reduce((n, c) => n + c, 0),
-      requests: seen.length,
-    };
-  }, 120_000);
+describe('dqs query --split-truncated, killed and run again', () => {
+  const references = new Map<string, Promise<Reference>>();
 
-  it.each([0.25, 0.5, 0.75])(
-    'killed at %s of its pages: the rerun writes the same bytes, asking only for the parts not finished',
-    async (at) => {
-      const home = `cache-${at}`;
-      const out = `resumed-${at}.arrow`;
+  it.each([
+    ['arrow', 0.25],
+    ['arrow', 0.5],
+    ['arrow', 0.75],
+    ['parquet', 0.5],
+  ])(
+    '%s, killed at %s of its pages: the rerun writes the same bytes, asking only for the parts not finished',
+    async (ext, at) => {
+      if (!references.has(ext)) references.set(ext, uninterrupted(ext));
+      const reference = await references.get(ext)!;
+      const home = `cache-${ext}-${at}`;
+      const out = `resumed-${at}.${ext}`;
       const from = emulator.requests.length;
       const child = start(out, home);
       const done = finishCli(child);
@@ -184,7 +194,7 @@ describe('dqs query --split-truncated, killed and run again', () => {
       const total = reference.parts.length;
       const fromCache = /went on from an interrupted run: (\d+) of/.exec(rerun.stderr)?.[1];
       console.log(
-        `CLI kill -9 at ${at * 100} % (${threshold} of ${reference.pages} page GETs): ${finished.length} of ${total} parts finished ` +
+        `CLI ${ext}, kill -9 at ${at * 100} % (${threshold} of ${reference.pages} page GETs): ${finished.length} of ${total} parts finished ` +
           `${SETTLE_MS} ms before the kill, ${fromCache} served by the checkpoint; rerun ${rerunRequests} requests, ` +
           `those parts not finished ${unfinishedRequests} (+ 2 allowed), uninterrupted ${reference.requests}`,
       );
@@ -193,6 +203,12 @@ describe('dqs query --split-truncated, killed and run again', () => {
       // No page of a finished part asked again.
       const again = emulator.requests.slice(rerunFrom);
       for (const p of finished) expect(again.filter((r) => pageOf(r) === p.queryId)).toEqual([]);
+      // Exactly: the parts the checkpoint served cost nothing, every other part what it cost the
+      // uninterrupted run (a POST and the same pages), and the whole list's POST and first page.
+      const served = reference.parts.filter((p) => !again.some((r) => pageOf(r) === p.queryId));
+      expect(String(served.length)).toBe(fromCache);
+      const others = reference.parts.filter((p) => !served.includes(p));
+      expect(rerunRequests).toBe(2 + others.reduce((n, p) => n + 1 + reference.gets.get(p.queryId)!, 0));
       expect(rerun.stderr).toMatch(/went on from an interrupted run: \d of \d parts from the local cache/);
       // Stored whole: the split result's entry, and no checkpoint left.
       expect(await checkpoints(home)).toEqual([null]);
