@@ -6,7 +6,7 @@
  * row 1 stores nothing).
  */
 import { RecordBatch } from 'apache-arrow';
-import type { Chunk, ColumnKind } from '../convert/index.js';
+import type { Chunk } from '../convert/index.js';
 import { ProtocolError } from '../core/errors.js';
 import type {
   LocalMark,
@@ -20,7 +20,13 @@ import { checkIdentity, type EntryHeader, EntryProblem } from './entry-format.js
 import { EntryWriter, type LoadedEntry, loadEntry, removeEntry, touchEntry } from './entry-store.js';
 import type { CacheEvent } from './events.js';
 import { rowMaker, serveBatches } from './serve.js';
-import { type BatchStep, batchSteps, type PartFiller, type SplitCheckpoint } from './split-checkpoint.js';
+import {
+  type BatchStep,
+  batchSteps,
+  type PartFiller,
+  type SplitCheckpoint,
+  typesKey,
+} from './split-checkpoint.js';
 
 /** What the cache lends its entries: where they live, the eviction budget and its event sink. */
 export interface CacheContext {
@@ -56,11 +62,6 @@ export interface CachedRowsInit {
 /** Whether a split result has parts whose rows are local (a checkpoint's): the page engine cannot read it. */
 function hasLocalParts(source: ResultSource): boolean {
   return source.parts?.some((p) => p.source.local !== undefined) ?? false;
-}
-
-function typesKey(types: Readonly<Record<string, ColumnKind>> | null | undefined): string {
-  if (!types) return '{}';
-  return JSON.stringify(Object.fromEntries(Object.entries(types).sort(([a], [b]) => (a < b ? -1 : 1))));
 }
 
 /** The result's identity: a result read again must be this one for the rows announced to be right. */

@@ -55,7 +55,8 @@ export interface BatchStep {
   readonly marks: readonly LocalMark[];
 }
 
-function typesKey(types: Readonly<Record<string, unknown>> | null | undefined): string {
+/** `types` as a string that compares equal for the same overrides in any order. */
+export function typesKey(types: Readonly<Record<string, unknown>> | null | undefined): string {
   if (!types) return '{}';
   return JSON.stringify(Object.fromEntries(Object.entries(types).sort(([a], [b]) => (a < b ? -1 : 1))));
 }
