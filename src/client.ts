@@ -30,7 +30,7 @@ import { QueryResult } from './query/query-result.js';
 import type { KeptPage, ResultSource } from './query/result-source.js';
 import { ResultStream } from './query/result-stream.js';
 import { type ConcurrencyChange, RequestScheduler } from './query/scheduler.js';
-import { reportSplit, type SplitWarning, splitIfTruncated } from './query/split.js';
+import { reportSplit, type SplitResume, type SplitWarning, splitIfTruncated } from './query/split.js';
 import {
   DEFAULT_MAX_CONCURRENCY,
   DEFAULT_PAGE_SIZE,
@@ -220,7 +220,11 @@ export class DatasetClient extends EndpointClient {
     );
     const cache = options.cache === false ? undefined : this.#cache;
     const split = optionalBoolean(options.split, 'split', false);
-    const fetch = async (handle?: QueryHandle, signal?: AbortSignal): Promise<ResultSource> => {
+    const fetch = async (
+      handle?: QueryHandle,
+      signal?: AbortSignal,
+      resume?: SplitResume,
+    ): Promise<ResultSource> => {
       const opts = signal ? { ...options, signal } : options;
       const whole = await this.#fetch(datasetId, body, opts, limits, handle, telemetry);
       if (!split) return whole;
@@ -229,6 +233,7 @@ export class DatasetClient extends EndpointClient {
         datasetId,
         body,
         wait: opts,
+        resume,
         open: (part, partHandle, s) =>
           this.#fetch(datasetId, part, { ...opts, signal: s }, limits, partHandle, telemetry),
       });

@@ -6,7 +6,7 @@
  * row 1 stores nothing).
  */
 import { RecordBatch } from 'apache-arrow';
-import type { Chunk, ColumnKind } from '../convert/index.js';
+import type { Chunk } from '../convert/index.js';
 import { ProtocolError } from '../core/errors.js';
 import type {
   LocalMark,
@@ -20,6 +20,13 @@ import { checkIdentity, type EntryHeader, EntryProblem } from './entry-format.js
 import { EntryWriter, type LoadedEntry, loadEntry, removeEntry, touchEntry } from './entry-store.js';
 import type { CacheEvent } from './events.js';
 import { rowMaker, serveBatches } from './serve.js';
+import {
+  type BatchStep,
+  batchSteps,
+  type PartFiller,
+  type SplitCheckpoint,
+  typesKey,
+} from './split-checkpoint.js';
 
 /** What the cache lends its entries: where they live, the eviction budget and its event sink. */
 export interface CacheContext {
@@ -48,11 +55,13 @@ export interface CachedRowsInit {
   readonly preloaded?: Promise<LoadedEntry> | undefined;
   /** A new, uncached look at the result, for a hit whose entry turns out unreadable. */
   readonly refetch: (signal: AbortSignal) => Promise<ResultSource>;
+  /** For a result of `split: true`: its checkpoint, filled as the parts are read (split-checkpoint.ts). */
+  readonly checkpoint?: SplitCheckpoint | undefined;
 }
 
-function typesKey(types: Readonly<Record<string, ColumnKind>> | null | undefined): string {
-  if (!types) return '{}';
-  return JSON.stringify(Object.fromEntries(Object.entries(types).sort(([a], [b]) => (a < b ? -1 : 1))));
+/** Whether a split result has parts whose rows are local (a checkpoint's): the page engine cannot read it. */
+function hasLocalParts(source: ResultSource): boolean {
+  return source.parts?.some((p) => p.source.local !== undefined) ?? false;
 }
 
 /** The result's identity: a result read again must be this one for the rows announced to be right. */
@@ -104,7 +113,7 @@ export class CachedRows implements LocalRows {
    */
   #direct(ctx: LocalReadContext): AsyncIterable<LocalStep> | undefined {
     const { source, entry } = this.#init;
-    return entry?.split && !source.parts ? this.#splitAgain(ctx) : undefined;
+    return (entry?.split && !source.parts) || hasLocalParts(source) ? this.#splitAgain(ctx) : undefined;
   }
 
   async *#splitAgain(ctx: LocalReadContext): AsyncGenerator<LocalStep> {
@@ -205,7 +214,8 @@ export class CachedRows implements LocalRows {
     ctx: LocalReadContext,
     source: ResultSource = this.#init.source,
   ): AsyncGenerator<LocalStep> {
-    yield* this.#relay(ctx, this.#inner(ctx, source, ctx.options.startRow), undefined);
+    const from = ctx.options.startRow;
+    yield* this.#relay(ctx, batchSteps(this.#inner(ctx, source, from), from), undefined);
   }
 
   async *#fill(ctx: LocalReadContext, source: ResultSource): AsyncGenerator<LocalStep> {
@@ -233,11 +243,15 @@ export class CachedRows implements LocalRows {
     } catch (err) {
       cache.emit({ type: 'error', key, error: err as Error });
     }
-    const inner = this.#inner(ctx, source, 1);
+    const checkpoint = source.parts && source.split ? this.#init.checkpoint : undefined;
+    const filler = checkpoint?.partFiller(source, ctx);
+    const steps = checkpoint
+      ? this.#splitSteps(ctx, source, checkpoint, filler!)
+      : batchSteps(this.#inner(ctx, source, 1), 1);
     let stored = false;
     try {
       let rows = 0;
-      yield* this.#relay(ctx, inner, async (batch) => {
+      yield* this.#relay(ctx, steps, async (batch) => {
         rows += batch.numRows;
         if (!writer) return;
         try {
@@ -264,8 +278,70 @@ export class CachedRows implements LocalRows {
           cache.emit({ type: 'error', key, error: err as Error });
         }
       }
+      // The whole result is its entry now: the checkpoint of its parts has served its purpose.
+      if (stored) await checkpoint?.remove(source.split);
     } finally {
+      await filler?.close();
       if (!stored) await writer?.discard();
+    }
+  }
+
+  /**
+   * A split result's batches, part by part: the parts of a checkpoint that were read before from their
+   * entries, the others from the service (consecutive ones as one run of pages), each stored as its own
+   * entry as soon as its last row has passed. The plan is stored first.
+   */
+  async *#splitSteps(
+    ctx: LocalReadContext,
+    source: ResultSource,
+    checkpoint: SplitCheckpoint,
+    filler: PartFiller,
+  ): AsyncGenerator<BatchStep> {
+    await checkpoint.storePlan(source, ctx, this.#init.unknownTickers);
+    const parts = source.parts!;
+    const arrow: LocalReadContext = { ...ctx, options: { ...ctx.options, output: 'arrow', startRow: 1 } };
+    const before = { pages: 0, bytes: 0 };
+    const note = (marks: readonly LocalMark[]) => {
+      const last = marks.at(-1);
+      if (last) Object.assign(before, { pages: last.pages, bytes: last.bytes });
+    };
+    for (let i = 0; i < parts.length; ) {
+      const local = parts[i]!.source.local;
+      if (local) {
+        const offset = parts[i]!.firstRow - 1;
+        for await (const step of local.open(arrow) ?? []) {
+          const marks = (step.marks ?? []).map((m) => ({
+            ...m,
+            end: m.end + offset,
+            pages: before.pages + m.pages,
+            bytes: before.bytes + m.bytes,
+          }));
+          yield { batches: step.chunks as RecordBatch[], marks };
+          note(marks);
+        }
+        i++;
+        continue;
+      }
+      let j = i;
+      while (j < parts.length && !parts[j]!.source.local) j++;
+      const run = parts.slice(i, j);
+      const base = run[0]!.firstRow;
+      const sub: ResultSource = {
+        ...source,
+        local: undefined,
+        total: run.reduce((n, p) => n + p.source.total, 0),
+        parts: run.map((p) => ({ firstRow: p.firstRow - base + 1, source: p.source })),
+      };
+      let row = base;
+      for await (const step of batchSteps(this.#inner(ctx, sub, 1), base, { ...before })) {
+        for (const batch of step.batches) {
+          await filler.feed(batch, row);
+          row += batch.numRows;
+        }
+        yield step;
+        note(step.marks);
+      }
+      i = j;
     }
   }
 
@@ -275,34 +351,30 @@ export class CachedRows implements LocalRows {
    */
   async *#relay(
     ctx: LocalReadContext,
-    inner: ResultStream,
+    steps: AsyncIterable<BatchStep>,
     onBatch: ((batch: RecordBatch) => Promise<void>) | undefined,
   ): AsyncGenerator<LocalStep> {
-    const marks: LocalMark[] = [];
-    const offset = ctx.options.startRow;
-    inner.on('progress', (e) => {
-      marks.push({ end: offset + e.rows, pages: e.pages, bytes: e.bytes, source: 'service' });
-    });
     const toRows = ctx.options.output === 'rows' ? rowMaker(ctx.plan, ctx.options.dates) : undefined;
-    try {
-      for await (const chunk of inner) {
-        const batch = new RecordBatch(ctx.schema, (chunk as RecordBatch).data);
+    for await (const step of steps) {
+      const marks = [...step.marks];
+      for (const [n, chunk] of step.batches.entries()) {
+        const batch = new RecordBatch(ctx.schema, chunk.data);
+        const last = n === step.batches.length - 1;
         if (onBatch) await onBatch(batch);
         if (!toRows) {
-          yield { chunks: [batch], marks: marks.splice(0) };
+          yield { chunks: [batch], marks: last ? marks : undefined };
           continue;
         }
-        if (batch.numRows === 0) continue;
+        if (batch.numRows === 0) {
+          if (last && marks.length) yield { chunks: [], marks };
+          continue;
+        }
         for (let from = 0; from < batch.numRows; from += 1000) {
           const to = Math.min(batch.numRows, from + 1000);
-          yield {
-            chunks: toRows(batch, from, to),
-            marks: to === batch.numRows ? marks.splice(0) : undefined,
-          };
+          yield { chunks: toRows(batch, from, to), marks: last && to === batch.numRows ? marks : undefined };
         }
       }
-    } finally {
-      if (!inner.destroyed) inner.destroy();
+      if (step.batches.length === 0 && marks.length) yield { chunks: [], marks };
     }
   }
 }

@@ -54,7 +54,17 @@ export interface EntryHeader {
   readonly unknownTickers?: readonly string[];
   /** A result of `split: true` read in parts: the parts, and the whole list's (truncated) total. */
   readonly split?: SplitInfo;
+  /**
+   * A checkpoint of a split read (`split: true`) not finished yet, never served as a result of its own:
+   * `plan`, the parts the list was split into (in `split`; no rows), or `part`, the rows of one part
+   * (`tickers`), whose `queryId`, `total` and `truncated` are the part's. See split-checkpoint.ts.
+   */
+  readonly checkpoint?: SplitCheckpointMark;
 }
+
+export type SplitCheckpointMark =
+  | { readonly kind: 'plan' }
+  | { readonly kind: 'part'; readonly tickers: readonly string[] };
 
 /**
  * Why an entry cannot be used; never shown to users as an error (the result is fetched instead).
@@ -132,9 +142,17 @@ function parseHeader(json: Buffer): EntryHeader {
     isCount(h.fetchedAt) &&
     (h.unknownTickers === undefined ||
       (Array.isArray(h.unknownTickers) && h.unknownTickers.every(isString))) &&
-    (h.split === undefined || isSplitInfo(h.split));
+    (h.split === undefined || isSplitInfo(h.split)) &&
+    (h.checkpoint === undefined || isCheckpointMark(h.checkpoint));
   if (!ok) throw new EntryProblem('corrupt', 'header lacks a member or has one of the wrong type');
   return h as EntryHeader;
+}
+
+function isCheckpointMark(v: unknown): v is SplitCheckpointMark {
+  if (v === null || typeof v !== 'object') return false;
+  const { kind, tickers } = v as { kind?: unknown; tickers?: unknown };
+  if (kind === 'plan') return true;
+  return kind === 'part' && Array.isArray(tickers) && tickers.every(isString);
 }
 
 function isSplitInfo(v: unknown): v is SplitInfo {

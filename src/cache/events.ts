@@ -26,6 +26,27 @@ export type CacheEvent =
       readonly queryId: string;
       readonly bytes: number;
     }
+  /**
+   * A split read (`split: true`) went on from the checkpoint of an earlier run that did not finish: the
+   * list was not split again, and `finished` of its `parts` parts were read from their entries.
+   */
+  | {
+      readonly type: 'resumed';
+      readonly key: string;
+      readonly datasetId: string;
+      readonly parts: number;
+      readonly finished: number;
+    }
+  /**
+   * The checkpoint of an unfinished split read (or one of its parts' entries) could not be used: `reason`
+   * says why; what it held is read from the service.
+   */
+  | {
+      readonly type: 'checkpoint-unusable';
+      readonly key: string;
+      readonly datasetId: string;
+      readonly reason: string;
+    }
   /** Least recently used entries were removed to stay within `maxBytes`. */
   | { readonly type: 'evicted'; readonly removed: number; readonly bytes: number }
   /** The cache could not be used (unwritable directory, full disk): the result is served, not stored. */

@@ -110,6 +110,11 @@ export interface KeyParts {
   readonly account: string;
   /** A result of `split: true` (the rows of every part): an entry apart from the unsplit result's. */
   readonly split?: boolean;
+  /**
+   * A checkpoint of an unfinished split read (`'plan'`, or `'part ' + JSON of the part's tickers`): a file
+   * apart from the split result's entry, never looked up as a result.
+   */
+  readonly checkpoint?: string;
 }
 
 /** 64 lower-case hex characters: the entry's file name. */
@@ -124,6 +129,7 @@ export function entryKey(parts: KeyParts): string {
         parts.account,
         // Only when set: the keys of every entry filled before the option existed stay the same.
         ...(parts.split ? ['split'] : []),
+        ...(parts.checkpoint ? ['checkpoint', parts.checkpoint] : []),
       ]),
     )
     .digest('hex');

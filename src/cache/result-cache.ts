@@ -9,6 +9,7 @@ import type { QueryHandle, WireBody } from '../core/wire.js';
 import { parseTablePage } from '../decode/table-json.js';
 import type { ResultSource } from '../query/result-source.js';
 import type { RequestScheduler } from '../query/scheduler.js';
+import type { SplitResume } from '../query/split.js';
 import type { TickerCheck } from '../tickers/coverage.js';
 import { type EndpointClient, statusFromHeaders } from '../transport/endpoints.js';
 import { bodyText } from '../transport/http.js';
@@ -24,6 +25,7 @@ import { entryPath, evict, type LoadedEntry, loadEntry, removeEntry } from './en
 import type { CacheEvent } from './events.js';
 import { accountId, cacheSecret, canonicalBody, entryKey } from './key.js';
 import type { NormalizedCacheOptions } from './options.js';
+import { SplitCheckpoint } from './split-checkpoint.js';
 import { trustCacheDir, UnsafeCache } from './trust.js';
 
 export interface CachedQuery {
@@ -39,7 +41,7 @@ export interface CachedQuery {
   /** Never serve the entry: read the service and replace it. */
   readonly refresh: boolean;
   /** The uncached lifecycle; given a handle, it goes on from that POST instead of making another. */
-  readonly fetch: (handle?: QueryHandle, signal?: AbortSignal) => Promise<ResultSource>;
+  readonly fetch: (handle?: QueryHandle, signal?: AbortSignal, resume?: SplitResume) => Promise<ResultSource>;
   /** The client's shared scheduler, for streams of a hit that read the service after all. */
   readonly scheduler?: RequestScheduler | undefined;
   /**
@@ -67,7 +69,13 @@ export class ResultCache {
     this.#emit = emit;
   }
 
-  async #key(baseUrl: string, datasetId: string, body: string, split: boolean): Promise<string> {
+  /** The entry key of a query, and of its checkpoint's files (`checkpoint`: see `KeyParts`). */
+  async #keys(
+    baseUrl: string,
+    datasetId: string,
+    body: string,
+    split: boolean,
+  ): Promise<{ key: string; keyOf: (checkpoint: string) => string }> {
     this.#secret ??= cacheSecret(this.options.dir);
     let secret: Buffer;
     try {
@@ -77,7 +85,10 @@ export class ResultCache {
       throw err;
     }
     const account = accountId(secret, await this.#credential());
-    return entryKey({ baseUrl, datasetId, body, account, ...(split ? { split } : {}) });
+    return {
+      key: entryKey({ baseUrl, datasetId, body, account, ...(split ? { split } : {}) }),
+      keyOf: (checkpoint) => entryKey({ baseUrl, datasetId, body, account, split: true, checkpoint }),
+    };
   }
 
   async query(q: CachedQuery): Promise<ResultSource> {
@@ -85,10 +96,11 @@ export class ResultCache {
     const baseUrl = client.baseUrl;
     const body = canonicalBody(q.body);
     let key: string;
+    let keyOf: (checkpoint: string) => string;
     try {
       // Checked for every query: a directory made safe (or unsafe) meanwhile is taken as it is now.
       await trustCacheDir(this.options.dir);
-      key = await this.#key(baseUrl, datasetId, body, q.split === true);
+      ({ key, keyOf } = await this.#keys(baseUrl, datasetId, body, q.split === true));
     } catch (err) {
       this.#emit(
         err instanceof UnsafeCache
@@ -99,6 +111,44 @@ export class ResultCache {
       return q.fetch();
     }
     const path = entryPath(this.options.dir, key);
+    const stored = async () => {
+      const done = await evict(this.options.dir, this.options.maxBytes);
+      if (done.removed > 0) this.#emit({ type: 'evicted', ...done });
+    };
+    // A split read keeps a checkpoint while it runs, and goes on from an earlier run's (not on refresh).
+    const checkpoint = q.split
+      ? new SplitCheckpoint({
+          dir: this.options.dir,
+          emit: this.#emit,
+          stored,
+          key,
+          baseUrl,
+          datasetId,
+          body,
+          keyOf,
+        })
+      : undefined;
+    /** The result from the service, going on from the checkpoint of an unfinished split read if any. */
+    const fetchResumed = async (
+      handle?: QueryHandle,
+    ): Promise<{
+      source: ResultSource;
+      unknown: readonly string[] | undefined;
+    }> => {
+      const resume = q.refresh ? undefined : await checkpoint?.resume();
+      // The first run's answer about the tickers holds if the query goes on from its checkpoint; asked
+      // before the query otherwise, as without a cache.
+      const deferred = q.tickers !== undefined && resume?.unknownTickers !== undefined;
+      const asked = deferred ? undefined : await checkTickers();
+      const source = await q.fetch(handle, undefined, resume);
+      await resume?.settle();
+      if (!deferred) return { source, unknown: asked };
+      if (resume!.used) {
+        q.tickers!.report(resume!.unknownTickers!);
+        return { source, unknown: resume!.unknownTickers };
+      }
+      return { source, unknown: await checkTickers() };
+    };
     /** Asks the service which tickers the dataset lacks, and reports them (a refusal throws). */
     const checkTickers = async (): Promise<readonly string[] | undefined> => {
       if (!q.tickers) return undefined;
@@ -114,14 +164,8 @@ export class ResultCache {
     ): ResultSource => ({
       ...source,
       local: new CachedRows({
-        cache: {
-          dir: this.options.dir,
-          emit: this.#emit,
-          stored: async () => {
-            const done = await evict(this.options.dir, this.options.maxBytes);
-            if (done.removed > 0) this.#emit({ type: 'evicted', ...done });
-          },
-        },
+        cache: { dir: this.options.dir, emit: this.#emit, stored },
+        checkpoint,
         key,
         path,
         baseUrl,
@@ -137,8 +181,8 @@ export class ResultCache {
     const entry = q.refresh ? undefined : await this.#header(path, { key, baseUrl, datasetId, body });
     if (!entry) {
       this.#emit({ type: 'miss', key, datasetId, refresh: q.refresh });
-      const unknown = await checkTickers();
-      return wrap(await q.fetch(), undefined, unknown);
+      const { source, unknown } = await fetchResumed();
+      return wrap(source, undefined, unknown);
     }
     // Read and verified while the validation's requests are in flight (the process mostly waits for
     // them): a hit's rows are ready when its stream opens. A stale entry's read is wasted (and dropped).
@@ -186,8 +230,9 @@ export class ResultCache {
     if (reason === undefined) return fromEntry(true);
     this.#emit({ type: 'stale', key, datasetId, reason });
     // The result changed, and which tickers the dataset carries may have too: asked again.
-    const unknown = checked ?? (await checkTickers());
-    return wrap(await q.fetch(handle), undefined, unknown);
+    if (checked !== undefined) return wrap(await q.fetch(handle), undefined, checked);
+    const { source, unknown } = await fetchResumed(handle);
+    return wrap(source, undefined, unknown);
   }
 
   /**

@@ -14,7 +14,7 @@ import type { FieldDescriptor, QueryHandle, WireBody } from '../core/wire.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 import type { ResultInfo, ResultSource, SourcePart } from './result-source.js';
 import type { ResultPart, SplitInfo } from './split-info.js';
-import { bisect, type SplitService } from './split-plan.js';
+import { bisect, type PlannedPart, type SplitService } from './split-plan.js';
 import { createAndWait, type WaitOptions } from './wait.js';
 
 /** A warning of `split: true` (also a process warning with this `code`, unless the caller handles it). */
@@ -45,6 +45,36 @@ export interface SplitQuery {
     handle: QueryHandle,
     signal: AbortSignal | undefined,
   ) => Promise<ResultSource>;
+  /** A checkpoint of an earlier read of this query that did not finish (the result cache's). */
+  readonly resume?: SplitResume | undefined;
+}
+
+/**
+ * The plan of an earlier read of the same split query that did not finish, and the parts it finished:
+ * kept by the result cache (cache/split-checkpoint.ts), used here only when the whole list's query is
+ * still the one that was split (same id, capped total, `last_date_updated` and columns).
+ */
+export interface SplitResume {
+  /** The whole list's query as it was split. */
+  readonly queryId: string;
+  readonly cappedTotal: number;
+  readonly lastDateUpdated: string;
+  readonly fields: readonly FieldDescriptor[];
+  /** The parts, in list order. */
+  readonly parts: readonly ResultPart[];
+  /**
+   * Part `index` read completely before, as a source that needs no request (its rows are local; it reads
+   * the part from the service itself, with `reread`, if they turn out unusable); `undefined`: read it.
+   */
+  finished(
+    index: number,
+    template: ResultSource,
+    reread: (signal: AbortSignal) => Promise<ResultSource>,
+  ): ResultSource | undefined;
+  /** Says the plan was used, `finished` of its parts from local rows. */
+  markUsed(finished: number): void;
+  /** Says why the plan could not be used (the list is split again). */
+  refused(reason: string): void;
 }
 
 /** Parts created, or opened, at once. */
@@ -67,7 +97,9 @@ export async function splitIfTruncated(whole: ResultSource, q: SplitQuery): Prom
       createAndWait(q.client, q.datasetId, { ...q.body, tickers: [...list] }, { ...q.wait, signal: s }),
     checkQuery: (id, s) => q.client.checkQuery(q.datasetId, id, { signal: s }),
   };
-  const planned = await bisect(service, tickers, { cap: whole.total, concurrency: CONCURRENCY, signal });
+  const resumed = q.resume ? await resumeParts(whole, q, tickers, service) : undefined;
+  const planned: Planned[] =
+    resumed ?? (await bisect(service, tickers, { cap: whole.total, concurrency: CONCURRENCY, signal }));
   // A single ticker cannot be split: the whole is its only part (and is truncated).
   const opening = new PQueue({ concurrency: CONCURRENCY });
   const opened: ResultSource[] =
@@ -75,9 +107,10 @@ export async function splitIfTruncated(whole: ResultSource, q: SplitQuery): Prom
       ? [whole]
       : await Promise.all(
           planned.map((p) =>
-            opening.add(() => q.open({ ...q.body, tickers: [...p.tickers] }, p.handle, signal)),
+            opening.add(() => p.local ?? q.open({ ...q.body, tickers: [...p.tickers] }, p.handle!, signal)),
           ),
         ).finally(() => opening.clear());
+  if (resumed) q.resume!.markUsed(resumed.filter((p) => p.local).length);
   // What the bisection saw decides truncation (the HEAD said it); a lone ticker is the truncated whole.
   const seen = planned.length === 0 ? [{ tickers, truncated: true }] : planned;
   const parts: ResultPart[] = [];
@@ -108,6 +141,88 @@ export async function splitIfTruncated(whole: ResultSource, q: SplitQuery): Prom
     split,
   };
 }
+
+/** A part to read: planned by the bisection, or by a checkpoint (then possibly read already). */
+type Planned = Pick<PlannedPart, 'tickers' | 'truncated'> & {
+  readonly handle?: QueryHandle;
+  /** The part's rows, local (a finished part of the checkpoint): no request. */
+  readonly local?: ResultSource | undefined;
+};
+
+/**
+ * The checkpoint's parts, when its plan is the one of this whole: the finished ones local, the others
+ * created again (a POST each, no HEAD: the plan knows which are truncated). `undefined` (and the reason
+ * told to the checkpoint) when the whole or a part's query is not what the plan recorded.
+ */
+async function resumeParts(
+  whole: ResultSource,
+  q: SplitQuery,
+  tickers: readonly string[],
+  service: SplitService,
+): Promise<Planned[] | undefined> {
+  const plan = q.resume!;
+  const reason =
+    whole.id !== plan.queryId
+      ? 'the service gives the query another id'
+      : whole.total !== plan.cappedTotal
+        ? `the capped total is ${whole.total}, the checkpoint's ${plan.cappedTotal}`
+        : whole.lastDateUpdated !== plan.lastDateUpdated
+          ? `last_date_updated is ${whole.lastDateUpdated}, the checkpoint's ${plan.lastDateUpdated}`
+          : JSON.stringify(whole.fields) !== JSON.stringify(plan.fields)
+            ? 'the column descriptors changed'
+            : JSON.stringify(plan.parts.flatMap((p) => p.tickers)) !== JSON.stringify(tickers)
+              ? "the checkpoint's parts are not this list's"
+              : undefined;
+  if (reason !== undefined) {
+    plan.refused(reason);
+    return undefined;
+  }
+  const signal = q.wait.signal ?? new AbortController().signal;
+  const probes = new PQueue({ concurrency: CONCURRENCY });
+  const reread = (list: readonly string[]) => async (s: AbortSignal) => {
+    const { handle, status } = await service.createAndWait(list, s);
+    const complete: QueryHandle = { ...handle, state: 'complete', total: status?.total ?? handle.total };
+    return q.open({ ...q.body, tickers: [...list] }, complete, s);
+  };
+  try {
+    return await Promise.all(
+      plan.parts.map((part, i) =>
+        probes.add(async (): Promise<Planned> => {
+          const template: ResultSource = {
+            pages: whole.pages,
+            datasetId: whole.datasetId,
+            id: part.queryId,
+            total: part.total,
+            truncated: part.truncated,
+            formats: whole.formats,
+            fields: whole.fields,
+            scheduler: whole.scheduler,
+            lastDateUpdated: whole.lastDateUpdated,
+          };
+          const local = plan.finished(i, template, reread(part.tickers));
+          if (local) return { tickers: part.tickers, truncated: part.truncated, local };
+          const { handle, status } = await service.createAndWait(part.tickers, signal);
+          const total = status?.total ?? handle.total;
+          if (handle.id !== part.queryId || total !== part.total) {
+            throw new StalePlan(`the part of ${part.tickers.join(', ')} is not the checkpoint's any more`);
+          }
+          return {
+            tickers: part.tickers,
+            truncated: part.truncated,
+            handle: { ...handle, state: 'complete', total },
+          };
+        }),
+      ),
+    );
+  } catch (err) {
+    probes.clear();
+    if (!(err instanceof StalePlan)) throw err;
+    plan.refused(err.message);
+    return undefined;
+  }
+}
+
+class StalePlan extends Error {}
 
 /** The first difference between the whole's descriptors and a part's, as a phrase; throws it. */
 function checkSameColumns(

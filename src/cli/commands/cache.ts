@@ -3,6 +3,7 @@
  * `cacheNote()`, the line those commands add to their summary). See docs/cache.md.
  */
 
+import type { EntryHeader } from '../../cache/entry-format.js';
 import type { CacheEvent } from '../../cache/events.js';
 import { defaultCacheDir } from '../../cache/options.js';
 import type { DatasetClient } from '../../client.js';
@@ -90,6 +91,8 @@ export const cacheCommand: Command = {
           truncated: e.header?.truncated ?? null,
           fetchedAt: e.header ? new Date(e.header.fetchedAt).toISOString() : null,
           lastDateUpdated: e.header?.lastDateUpdated ?? null,
+          // A file of an unfinished split read's checkpoint (its plan, or a finished part), not a result.
+          checkpoint: e.header?.checkpoint ?? null,
           problem: e.problem ?? null,
         })),
       });
@@ -110,7 +113,10 @@ export const cacheCommand: Command = {
           { header: 'USED', value: (e) => `${duration(now - e.mtimeMs)} ago` },
           {
             header: 'QUERY',
-            value: (e) => (e.header ? `${e.header.baseUrl} ${e.header.body}` : (e.problem ?? e.name)),
+            value: (e) =>
+              e.header
+                ? `${checkpointText(e.header.checkpoint)}${e.header.baseUrl} ${e.header.body}`
+                : (e.problem ?? e.name),
           },
         ],
         terminalWidth(ctx.io.stdout),
@@ -122,6 +128,14 @@ export const cacheCommand: Command = {
   },
 };
 
+/** How `dqs cache list` shows a file of an unfinished split read's checkpoint (before its query). */
+function checkpointText(mark: EntryHeader['checkpoint']): string {
+  if (!mark) return '';
+  return mark.kind === 'plan'
+    ? '(checkpoint: the parts of an unfinished --split-truncated read of) '
+    : `(checkpoint: the rows of ${mark.tickers.join(', ')}, a finished part of an unfinished --split-truncated read of) `;
+}
+
 /** What became of one result's entry, from the cache events of its key. */
 interface Outcome {
   /** Served from the entry (cleared when the entry then failed its checks). */
@@ -132,6 +146,10 @@ interface Outcome {
   stale?: string;
   /** Why the result read from the service was not stored. */
   notStored?: string;
+  /** A split read went on from the checkpoint of an interrupted run. */
+  resumed?: Extract<CacheEvent, { type: 'resumed' }>;
+  /** Why the checkpoint of an interrupted split read was not used (or not all of it). */
+  checkpoint?: string;
 }
 
 /**
@@ -173,6 +191,12 @@ export function cacheNote(client: DatasetClient, ctx: Pick<CommandContext, 'debu
       case 'stored':
         delete of(e.key).notStored;
         break;
+      case 'resumed':
+        of(e.key).resumed = e;
+        break;
+      case 'checkpoint-unusable':
+        of(e.key).checkpoint ??= e.reason;
+        break;
       case 'error':
         if (e.key !== undefined) {
           of(e.key).notStored ??= systemReason(e.error);
@@ -203,7 +227,13 @@ export function cacheNote(client: DatasetClient, ctx: Pick<CommandContext, 'debu
       }
       if (o.unusable) return `; the cached entry was unusable (${o.unusable}): read from the service${store}`;
       if (o.stale) return `; the cached result had changed (${o.stale}): read from the service${store}`;
-      return o.notStored ? `; not stored in the local cache (${o.notStored})` : '';
+      const resumed = o.resumed
+        ? `; went on from an interrupted run: ${count(o.resumed.finished)} of ${count(o.resumed.parts)} parts from the local cache`
+        : '';
+      const checkpoint = o.checkpoint
+        ? `; ${o.resumed ? 'but ' : ''}the checkpoint of an interrupted run was not used (${o.checkpoint})`
+        : '';
+      return resumed + checkpoint + (o.notStored ? `; not stored in the local cache (${o.notStored})` : '');
     }
     const hits = all.filter((o) => o.hit).length;
     const unusable = all.filter((o) => !o.hit && o.unusable).length;
