@@ -157,6 +157,7 @@ export class PageEngine {
       // Row objects straight from table JSON's bytes, without columns in between, when all are kept.
       rows: opts.output === 'rows' && this.#keepsRows ? { dates: opts.dates } : undefined,
       invalidUtf8: opts.invalidUtf8,
+      budget: source.pages.loopBudget,
     });
     const scheduler = this.#schedulerFor(source);
     this.#scheduler = scheduler;
