@@ -253,9 +253,8 @@ export class FastTableDecoder<P extends FastTablePage | FastRowPage = FastTableP
 }
 
 /** The stream of an envelope alone (`readTableEnvelope`): its rows framed, not read. */
-const ENVELOPE_ONLY: PageHost<TableEnvelope> = {
+const ENVELOPE_ONLY: Omit<PageHost<TableEnvelope>, 'steps'> = {
   sink: () => undefined,
-  steps: new StepBytes(SLICE_BYTES),
   finish(envelope) {
     const fields: unknown = envelope.fields && JSON.parse(utf8(envelope.fields, 0, envelope.fields.length));
     const { total, count, start, lastDateUpdated } = envelope;
@@ -278,7 +277,7 @@ const ENVELOPE_ONLY: PageHost<TableEnvelope> = {
  * envelope or the right `DecodeError`.
  */
 export function readTableEnvelope(body: Buffer): TableEnvelope | undefined {
-  const stream = new TablePageStream(ENVELOPE_ONLY);
+  const stream = new TablePageStream({ ...ENVELOPE_ONLY, steps: new StepBytes(SLICE_BYTES) });
   stream.push(body);
   return allSlices(stream.finish());
 }

@@ -537,6 +537,56 @@ describe.concurrent('hostile server: bombs and absurd sizes', () => {
       expect(sent).toBeLessThan(LIMIT + 64 * 1024 * 1024);
     }));
 
+  it('a page of endless white space after "rows":[ : DQS_RESPONSE_TOO_LARGE at the limit, through stream, toTable and toArray', () =>
+    within(async () => {
+      // Regression: the decoder that reads a page as it arrives rescanned the white space it had passed,
+      // ever slower (76 MB in 100 s): `toTable()` never reached the limit and sat for minutes. The page is
+      // sent as fast as the client reads it; the client must read at its own pace and stop at the limit.
+      const LIMIT = 32 * 1024 * 1024;
+      const spaces = Buffer.alloc(1 << 20, 0x20);
+      const h = await hostile(
+        {
+          total: 25,
+          page: (res, ask, honest) => {
+            if (ask.nth === 1) return false; // the 1-row page the query reads for its descriptors
+            res.writeHead(200, { ...HEADERS, 'x-total': '25', 'content-type': MediaType.table });
+            res.write(honest().slice(0, honest().indexOf('"rows":[') + 8));
+            const pump = () => {
+              while (!res.destroyed && res.write(spaces));
+              if (!res.destroyed) res.once('drain', pump);
+            };
+            pump();
+            return true;
+          },
+        },
+        'hostile-key',
+        { maxResponseBytes: LIMIT, retry: false },
+      );
+      try {
+        const result = await h.client.query(DATASET, {}, { firstPageRows: 1 });
+        const reads = {
+          stream: async () => {
+            for await (const _ of result.stream()) {
+              // The stream fails before its first batch.
+            }
+          },
+          toTable: () => result.toTable(),
+          toArray: () => result.toArray(),
+        };
+        for (const [api, read] of Object.entries(reads)) {
+          const err = await read().then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          expect(err, api).toBeInstanceOf(DqsError);
+          expect((err as DqsError).code, api).toBe('DQS_RESPONSE_TOO_LARGE');
+          expect((err as DqsError).message, api).toMatch(/limit of 33554432 bytes/);
+        }
+      } finally {
+        await h.close();
+      }
+    }));
+
   it('a gzip bomb (48 MiB of zeros in 50 KB): DQS_RESPONSE_TOO_LARGE once it inflates 200-fold past 32 MiB', () =>
     within(async () => {
       // 48 gzip members of 1 MiB of zeros each (a valid gzip stream): built in milliseconds, where one
