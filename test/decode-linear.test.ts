@@ -64,8 +64,20 @@ describe('the table-JSON page reader is linear in its bytes', () => {
         rows: 1,
       },
       'white space between members': { bytes: page('[]', 0, `"limit":5,${' \t'.repeat(8 * MB)}`), rows: 0 },
-      'a 16 MB string': { bytes: page(rows(1, () => 'x'.repeat(16 * MB)), 1), rows: 1 },
-      'a 16 MB string of escapes': { bytes: page(rows(1, () => 'a\n"'.repeat(4 * MB)), 1), rows: 1 },
+      'a 16 MB string': {
+        bytes: page(
+          rows(1, () => 'x'.repeat(16 * MB)),
+          1,
+        ),
+        rows: 1,
+      },
+      'a 16 MB string of escapes': {
+        bytes: page(
+          rows(1, () => 'a\n"'.repeat(4 * MB)),
+          1,
+        ),
+        rows: 1,
+      },
       'a 16 MB member name': { bytes: page('[]', 0, `${JSON.stringify('k'.repeat(16 * MB))}:1,`), rows: 0 },
       // Skipped envelope members are checked as strictly as JSON.parse, up to 512 deep, then declined.
       'deep nesting in a member': {
@@ -88,9 +100,10 @@ describe('the table-JSON page reader is linear in its bytes', () => {
     for (const [what, { bytes, rows: expected }] of Object.entries(hostile)) {
       const got = feed(bytes);
       expect(got.rows, what).toBe(expected);
-      expect(got.rate, `${what}: ${got.rate.toFixed(0)} bytes/ms against ${ordinary.rate.toFixed(0)}`).toBeGreaterThan(
-        ordinary.rate / FACTOR,
-      );
+      expect(
+        got.rate,
+        `${what}: ${got.rate.toFixed(0)} bytes/ms against ${ordinary.rate.toFixed(0)}`,
+      ).toBeGreaterThan(ordinary.rate / FACTOR);
     }
   }, 120_000);
 });

@@ -194,6 +194,8 @@ export class TablePageStream<T> {
   #framedTo = 0;
   /** The unit at the window's start is whole (it was framed): if it fails, the page is declined. */
   #whole = false;
+  /** The bytes in hand checked to be UTF-8 (the units read: a unit never ends inside a character). */
+  #checked = 0;
 
   /** `host` undefined: a decoder that declines every page (no columns). */
   constructor(host: PageHost<T> | undefined) {
@@ -262,6 +264,7 @@ export class TablePageStream<T> {
       this.#whole = true;
     }
     s.at(b, 0);
+    this.#checked = 0;
     let unit = 0;
     try {
       for (;;) {
@@ -269,7 +272,7 @@ export class TablePageStream<T> {
         unit = s.i;
         if (c === undefined) return;
         yield* this.#unit(c);
-        if (!isUtf8(b.subarray(unit, s.i))) throw INVALID;
+        this.#check(s.i);
         this.#whole = false;
       }
     } catch (error) {
@@ -279,6 +282,7 @@ export class TablePageStream<T> {
         unit = s.mark;
         this.#sink!.rollBack(this.#sink!.length);
       }
+      this.#check(unit); // the rows read before the one cut
       if (this.#whole && unit === 0) throw error;
       const framer = new Framer();
       if (framer.end(b, s.view, unit) >= 0) throw error;
@@ -287,6 +291,13 @@ export class TablePageStream<T> {
     } finally {
       window.consume(this.#framer === undefined ? Math.min(s.i, b.length) : unit);
     }
+  }
+
+  /** Declines the page unless the bytes read up to `to` (from the last checked) are UTF-8. */
+  #check(to: number): void {
+    if (to <= this.#checked) return;
+    if (!isUtf8(this.#scan.b.subarray(this.#checked, to))) throw INVALID;
+    this.#checked = to;
   }
 
   /** Reads the unit that starts with byte `c` at `s.i` (rows: a slice of them). */
@@ -339,6 +350,8 @@ export class TablePageStream<T> {
         yield* this.#host!.steps.run(s.i, s.b.length, (at, to) => {
           s.i = at;
           done = readRows(s, sink, to);
+          // Checked per step: a push may stop after its first slice, and what was read leaves the window.
+          this.#check(s.i);
           return done ? undefined : s.i;
         });
         if (done) this.#state = AFTER;
