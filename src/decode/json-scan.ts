@@ -125,6 +125,32 @@ function hex4(b: Uint8Array, i: number): number {
   return v < 0 ? -1 : v;
 }
 
+/** Where `Scan.stringInto` writes a string: bytes that can be made room in, and the end written so far. */
+export interface Into {
+  bytes: Uint8Array;
+  view: DataView;
+  pos: number;
+  /**
+   * Room for `need` bytes, the first `pos` kept (`bytes` and `view` then new); `rest`: the bytes in hand
+   * still to scan, a bound on the string's own (a huge string whole in hand is given its room at once).
+   */
+  room(need: number, rest: number): void;
+}
+
+/** A buffer strings with escapes are decoded into, reused (the strings are made or copied from it). */
+class Scratch implements Into {
+  bytes: Buffer = Buffer.allocUnsafeSlow(4096);
+  view = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
+  pos = 0;
+
+  room(need: number): void {
+    const next = Buffer.allocUnsafeSlow(Math.max(need, 2 * this.bytes.length));
+    next.set(this.bytes.subarray(0, this.pos));
+    this.bytes = next;
+    this.view = new DataView(next.buffer, next.byteOffset, next.byteLength);
+  }
+}
+
 /**
  * A cursor over the bytes in hand and the last value it read. One per decode: nothing here is shared
  * between pages or streams, so decodes that take turns never see each other's values.
@@ -151,7 +177,7 @@ export class Scan {
   lones = 0;
   /** Where the last string's opening quote is in `b`. */
   quoteAt = 0;
-  #scratch = Buffer.allocUnsafeSlow(4096);
+  readonly #scratch = new Scratch();
 
   /** Reads from `b` (its first byte at `i`). */
   at(b: Buffer, i: number): void {
@@ -221,65 +247,92 @@ export class Scan {
     const b = this.b;
     const start = this.i + 1;
     const e = plainEnd(b, this.view, start);
+    if (b[e] !== QUOTE) {
+      // Escapes: decoded into the scratch buffer.
+      const scratch = this.#scratch;
+      scratch.pos = 0;
+      this.stringInto(scratch);
+      this.text = scratch.bytes;
+      this.start = 0;
+      this.end = scratch.pos;
+      return;
+    }
     this.quoteAt = this.i;
     this.lone = false;
-    if (b[e] === QUOTE) {
-      this.text = b;
-      this.start = start;
-      this.end = e;
-      this.i = e + 1;
-    } else this.#escaped(start, e);
+    this.text = b;
+    this.start = start;
+    this.end = e;
+    this.i = e + 1;
   }
 
-  /** A string with escapes, its plain bytes up to `i` (a backslash, else declined): into the scratch. */
-  #escaped(start: number, i: number): void {
+  /**
+   * The string whose opening quote is at `i`, its UTF-8 bytes (escapes decoded) written into `into` from
+   * `into.pos` as it is scanned (`into.pos` then after them): plain bytes four at a time, and at a quote
+   * or backslash the bytes before it in the word are kept, not read again. No escape decodes to more
+   * bytes than it takes, so while `i < stop` there is room for the next byte; an escape makes room for 4.
+   */
+  stringInto(into: Into): void {
     const b = this.b;
-    let out = this.#room(i - start + 4, 0);
-    b.copy(out, 0, start, i);
-    let o = i - start;
+    const n = b.length;
+    const view = this.view;
+    this.quoteAt = this.i;
+    this.lone = false;
+    let i = this.i + 1;
+    let o = into.pos;
+    let out = into.bytes;
+    let outView = into.view;
+    let stop = Math.min(n, i + (out.length - o));
     for (;;) {
-      const c = b[i];
-      if (c === QUOTE) break;
-      if (c !== BACKSLASH) throw BAIL; // a control byte, or the end of the bytes
-      out = this.#room(o + 4, o);
-      const x = b[i + 1];
-      if (x === 0x75) {
-        const from = o;
-        o = this.#unicode(i, out, o);
-        i += o - from === 4 ? 12 : 6;
-      } else {
-        const byte = x === undefined ? -1 : ESCAPED[x]!;
-        if (!(byte >= 0)) throw BAIL;
-        out[o++] = byte;
-        i += 2;
+      while (i + 4 <= stop) {
+        const v = view.getInt32(i, true);
+        outView.setInt32(o, v, true);
+        const special = specialBytes(v);
+        if (special !== 0) {
+          const k = (31 - Math.clz32(special & -special)) >> 3;
+          i += k;
+          o += k;
+          break;
+        }
+        i += 4;
+        o += 4;
       }
-      const e = plainEnd(b, this.view, i);
-      out = this.#room(o + (e - i), o);
-      b.copy(out, o, i, e);
-      o += e - i;
-      i = e;
+      if (i >= stop || o + 4 > out.length) {
+        if (i >= n) throw BAIL; // cut by the end of the bytes in hand
+        into.pos = o;
+        into.room(o + 4096, n - i);
+        out = into.bytes;
+        outView = into.view;
+        stop = Math.min(n, i + (out.length - o));
+      }
+      const c = b[i]!;
+      if (c === QUOTE) break;
+      if (c === BACKSLASH) {
+        const x = b[i + 1];
+        if (x === 0x75) {
+          const from = o;
+          o = this.#unicode(i, out, o);
+          i += o - from === 4 ? 12 : 6;
+        } else {
+          const byte = x === undefined ? -1 : ESCAPED[x]!;
+          if (!(byte >= 0)) throw BAIL;
+          out[o++] = byte;
+          i += 2;
+        }
+      } else if (c < 0x20) throw BAIL;
+      else {
+        out[o++] = c;
+        i++;
+      }
     }
-    this.text = out;
-    this.start = 0;
-    this.end = o;
+    into.pos = o;
     this.i = i + 1;
-  }
-
-  /** The scratch buffer with room for `need` bytes, its first `used` kept. */
-  #room(need: number, used: number): Buffer {
-    const out = this.#scratch;
-    if (need <= out.length) return out;
-    const next = Buffer.allocUnsafeSlow(Math.max(need, 2 * out.length));
-    out.copy(next, 0, 0, used);
-    this.#scratch = next;
-    return next;
   }
 
   /**
    * The `\uXXXX` escape at `b[i]` (with a low surrogate escape after a high one) into `out` at `o`, as
    * `Buffer#write` encodes the string `JSON.parse` makes (a lone surrogate as U+FFFD); the new end.
    */
-  #unicode(i: number, out: Buffer, o: number): number {
+  #unicode(i: number, out: Uint8Array, o: number): number {
     const b = this.b;
     let u = hex4(b, i + 2);
     if (u < 0) throw BAIL;

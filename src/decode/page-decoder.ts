@@ -53,6 +53,11 @@ export interface PageDecoderOptions extends FastDecoderOptions, Partial<Referenc
 
 /** See `PageDecoder.#keepLeft`. */
 const KEEP_FIRST = 2;
+/**
+ * Bytes of a page's chunks kept for the reference at most: past them a page is no small result, and its
+ * chunks kept beside its decode would double its memory (a page of one 200 MB string).
+ */
+const KEEP_BYTES = 16 * 1024 * 1024;
 
 export class PageDecoder {
   readonly name: DecodableFormat;
@@ -123,7 +128,8 @@ export class PageDecoder {
     where: PageRef,
     keep: boolean,
   ): Promise<DecodedPage> {
-    const chunks: Buffer[] | undefined = keep ? [] : undefined;
+    let chunks: Buffer[] | undefined = keep ? [] : undefined;
+    let kept = 0;
     // Chunks that came while the page's buffers were being made.
     let early: Buffer[] | undefined = [];
     const feed = (chunk: Buffer) => {
@@ -131,6 +137,8 @@ export class PageDecoder {
       if (stream.declined && !chunks) throw this.#declined();
     };
     const take = (chunk: Buffer) => {
+      kept += chunk.length;
+      if (kept > KEEP_BYTES) chunks = undefined;
       chunks?.push(chunk);
       if (early) early.push(chunk);
       else feed(chunk);

@@ -170,6 +170,8 @@ const AFTER = 6;
 const END = 7;
 const DECLINED = 8;
 
+const MIN_MARGIN = 4096;
+
 /** The index after the last byte before `i` that is not white space. */
 function skipBack(b: Uint8Array, i: number): number {
   while (isWs(b[i - 1])) i--;
@@ -196,6 +198,10 @@ export class TablePageStream<T> {
   #whole = false;
   /** The bytes in hand checked to be UTF-8 (the units read: a unit never ends inside a character). */
   #checked = 0;
+  /** The body has ended: every byte in hand is read. */
+  #final = false;
+  /** Bytes left unread at the end of the rows in hand: 4 of the longest rows per row seen so far. */
+  #margin = MIN_MARGIN;
 
   /** `host` undefined: a decoder that declines every page (no columns). */
   constructor(host: PageHost<T> | undefined) {
@@ -253,6 +259,7 @@ export class TablePageStream<T> {
    * between two; what is read leaves the window.
    */
   *#read(final: boolean): Generator<void, void, void> {
+    this.#final = final;
     const window = this.#window!;
     const b = window.view();
     const s = this.#scan;
@@ -272,6 +279,7 @@ export class TablePageStream<T> {
         unit = s.i;
         if (c === undefined) return;
         yield* this.#unit(c);
+        if (s.i === unit) return; // rows within the margin: they wait for more bytes
         this.#check(s.i);
         this.#whole = false;
       }
@@ -345,13 +353,21 @@ export class TablePageStream<T> {
         yield* this.#unit(c);
         return;
       case ROW: {
+        // Rows are read up to a margin before the end of the bytes in hand (they wait for the next
+        // chunk): a row cut by the end would be read in part, then framed and read again.
+        const end = this.#final ? s.b.length : s.b.length - this.#margin;
+        if (s.i >= end) return;
         const sink = this.#sink!;
         let done = false;
-        yield* this.#host!.steps.run(s.i, s.b.length, (at, to) => {
+        yield* this.#host!.steps.run(s.i, end, (at, to) => {
           s.i = at;
+          const rows = sink.length;
           done = readRows(s, sink, to);
           // Checked per step: a push may stop after its first slice, and what was read leaves the window.
           this.#check(s.i);
+          if (sink.length > rows) {
+            this.#margin = Math.max(this.#margin, 4 * Math.ceil((s.i - at) / (sink.length - rows)));
+          }
           return done ? undefined : s.i;
         });
         if (done) this.#state = AFTER;

@@ -176,7 +176,12 @@ async function within(run: () => Promise<void>): Promise<void> {
   expect(Math.max(peak, process.memoryUsage.rss())).toBeLessThan(GB);
 }
 
-type ReadOptions = { pageSize?: number; format?: 'json' | 'csv'; invalidUtf8?: 'error' | 'replace' };
+type ReadOptions = {
+  pageSize?: number;
+  format?: 'json' | 'csv';
+  invalidUtf8?: 'error' | 'replace';
+  decoder?: 'fast' | 'json';
+};
 
 async function rowsFrom(h: Hostile, options: ReadOptions = {}) {
   try {
@@ -1453,6 +1458,52 @@ describe.concurrent('hostile server: values never changed silently', () => {
       });
       const err = await failsWith(h, 'DQS_DECODE', { pageSize: 10 });
       expect(err.message).toMatch(/"rows" appears more than once/);
+    }));
+
+  it('a later page with any member twice ("id", "fields", "rows"): DQS_DECODE naming it, with either decoder', () =>
+    within(async () => {
+      // Regression: on pages after the first, only some members were checked (page 2 with "id" twice
+      // was read as if nothing were wrong).
+      for (const [name, decoy] of [
+        ['id', '"decoy"'],
+        ['fields', JSON.stringify(FIELDS)],
+        ['rows', '[[11,"decoy"]]'],
+      ] as const) {
+        for (const decoder of ['fast', 'json'] as const) {
+          const h = await hostile({
+            page: (res, ask, honest) =>
+              ask.start > 1 && send(res, honest().replace(`"${name}":`, `"${name}":${decoy},"${name}":`)),
+          });
+          try {
+            await h.client.stream(DATASET, {}, { output: 'rows', pageSize: 10, decoder }).toArray();
+            expect.unreachable(`${name} twice, ${decoder}`);
+          } catch (err) {
+            expect((err as DqsError).code, `${name}, ${decoder}`).toBe('DQS_DECODE');
+            expect((err as DqsError).message).toContain(`"${name}" appears more than once`);
+            expect((err as DqsError).page).toMatchObject({ start: 11 });
+          } finally {
+            await h.close();
+          }
+        }
+      }
+    }));
+
+  it('an integer past 2^53 in other spellings (.0, an exponent, a moved point): DQS_INVALID_VALUE, never rounded', () =>
+    within(async () => {
+      for (const spelling of [
+        '9007199254740993.0',
+        '9007199254740993e0',
+        '9.007199254740993e15',
+        '90071992547409930e-1',
+      ]) {
+        for (const decoder of ['fast', 'json'] as const) {
+          const h = await hostile({
+            page: (res, _ask, honest) => send(res, honest().replace('[13,"r13"]', `[${spelling},"r13"]`)),
+          });
+          const err = await failsWith(h, 'DQS_INVALID_VALUE', { pageSize: 10, decoder } as ReadOptions);
+          expect(err, `${spelling}, ${decoder}`).toMatchObject({ row: 13, column: 'n' });
+        }
+      }
     }));
 
   it('a number literal too large for a double (1e400): DQS_INVALID_VALUE naming row and column, as its string form', () =>

@@ -7,7 +7,7 @@ import type { DecodedColumn } from '../../convert/column-data.js';
 import { rowValueOf } from '../../convert/row-factory.js';
 import { toText } from '../../convert/values.js';
 import type { WireValue } from '../../core/wire.js';
-import { BAIL, QUOTE, type Scan } from '../json-scan.js';
+import { BAIL, type Into, QUOTE, type Scan } from '../json-scan.js';
 import { ensure, type Kind, otherValue, type PageColumn, reuse, type Sizing } from './column.js';
 import { StringCache } from './dictionary.js';
 
@@ -34,10 +34,11 @@ function unzeroedBytes(size: number): Uint8Array {
   return new Uint8Array(bytes.buffer, bytes.byteOffset, size);
 }
 
-class Utf8Column implements PageColumn {
+class Utf8Column implements PageColumn, Into {
   pos = 0;
-  /** The bytes as a Buffer, for `Buffer#copy` into them and `Buffer#write` of a JS string. */
-  #out: Buffer;
+  view: DataView;
+  /** The row being written (the room a column needs is judged by the bytes per row so far). */
+  #row = 0;
 
   constructor(
     public offsets: Int32Array,
@@ -45,20 +46,22 @@ class Utf8Column implements PageColumn {
     public valid: Uint8Array,
     readonly sizing: Sizing,
   ) {
-    this.#out = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     offsets[0] = 0;
   }
 
   cell(s: Scan, r: number): void {
     if (s.b[s.i] === QUOTE) {
-      s.string();
-      this.#copy(s.text, s.start, s.end, r);
+      this.#row = r;
+      s.stringInto(this);
+      this.offsets[r + 1] = this.pos;
+      this.valid[r] = 1;
     } else this.#put(r, s.wire(s.value()));
   }
 
   field(field: Buffer, len: number, quoted: boolean, r: number): void {
     if (len === 0 && !quoted) this.#put(r, null);
-    else this.#copy(field, 0, len, r);
+    else this.#copy(field, len, r);
   }
 
   #put(r: number, v: WireValue): void {
@@ -70,34 +73,38 @@ class Utf8Column implements PageColumn {
     const text = toText(v);
     if (text === undefined) throw BAIL;
     const bytes = Buffer.from(text);
-    this.#copy(bytes, 0, bytes.length, r);
+    this.#copy(bytes, bytes.length, r);
   }
 
-  #copy(from: Buffer, s: number, e: number, r: number): void {
+  /** `from[0, len)` as row `r`'s value. */
+  #copy(from: Uint8Array, len: number, r: number): void {
     const o = this.pos;
-    const len = e - s;
-    if (o + len > this.bytes.length) this.#room(o + len, r);
+    this.#row = r;
+    if (o + len > this.bytes.length) this.room(o + len, 0);
     if (len < SHORT_COPY) {
       const out = this.bytes;
-      for (let k = 0; k < len; k++) out[o + k] = from[s + k]!;
-    } else from.copy(this.#out, o, s, e);
+      for (let k = 0; k < len; k++) out[o + k] = from[k]!;
+    } else this.bytes.set(from.subarray(0, len), o);
     this.pos = o + len;
     this.offsets[r + 1] = o + len;
     this.valid[r] = 1;
   }
 
   /**
-   * Room for `need` bytes, with `r` rows written: at least a quarter more (a copy each time), and as many
-   * as the page's rows need at the bytes per row so far (never past the body's length): a page whose
-   * first guess was far off grew by a quarter at a time, 7-10 copies of a column on small pages.
+   * Room for `need` bytes: at least a quarter more (a copy each time), and as many as the page's rows
+   * need at the bytes per row so far (never past the body's length): a page whose first guess was far
+   * off grew by a quarter at a time, 7-10 copies of a column on small pages. A string of more than 1 MB
+   * whole in hand (`rest`) gets its room at once rather than a copy per quarter.
    */
-  #room(need: number, r: number): void {
+  room(need: number, rest: number): void {
     const { limit, bodyLength } = this.sizing;
+    const r = this.#row;
     const expected = r === 0 ? 0 : Math.min(bodyLength, Math.ceil((this.pos / r) * limit * STRING_HEADROOM));
-    const next = unzeroedBytes(Math.max(need, expected, Math.ceil(this.bytes.length * 1.25)));
+    const big = rest > 1024 * 1024 ? this.pos + rest : 0;
+    const next = unzeroedBytes(Math.max(need, expected, big, Math.ceil(this.bytes.length * 1.25)));
     next.set(this.bytes.subarray(0, this.pos));
     this.bytes = next;
-    this.#out = Buffer.from(next.buffer, next.byteOffset, next.byteLength);
+    this.view = new DataView(next.buffer, next.byteOffset, next.byteLength);
   }
 
   grow(rows: number, used: number): void {
