@@ -190,6 +190,11 @@ export class Scan {
   ws(): number | undefined {
     const b = this.b;
     let i = this.i;
+    // A run of spaces (indentation, padding) four bytes at a time.
+    if (b[i] === 0x20 && b[i + 1] === 0x20) {
+      const view = this.view;
+      while (i + 4 <= b.length && view.getInt32(i, true) === 0x20202020) i += 4;
+    }
     while (isWs(b[i])) i++;
     this.i = i;
     return b[i];

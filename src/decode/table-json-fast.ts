@@ -191,7 +191,7 @@ export class FastTableDecoder<P extends FastTablePage | FastRowPage = FastTableP
         if (this.#windows.length < MAX_WINDOWS) this.#windows.push(buffer);
       },
     };
-    return new TablePageStream(host);
+    return new TablePageStream(host, length);
   }
 
   #sink(where: PageRef, bodyLength: number): Sink {

@@ -95,9 +95,12 @@ class Window {
   #own: Buffer;
   #len = 0;
   #borrowed: Buffer | undefined;
+  /** Bytes of the body not appended yet, when its length is known (a bound for growing). */
+  #rest: number;
 
-  constructor(own: Buffer) {
+  constructor(own: Buffer, bodyLength: number) {
     this.#own = own;
+    this.#rest = bodyLength;
   }
 
   get buffer(): Buffer {
@@ -108,6 +111,7 @@ class Window {
     const bytes = Buffer.isBuffer(chunk)
       ? chunk
       : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    this.#rest -= bytes.length;
     if (this.#len === 0 && this.#borrowed === undefined) {
       this.#borrowed = bytes;
       return;
@@ -121,7 +125,11 @@ class Window {
   #copy(bytes: Buffer): void {
     const end = this.#len + bytes.length;
     if (end > this.#own.length) {
-      const next = Buffer.allocUnsafeSlow(Math.max(2 * this.#own.length, end));
+      // Doubled, and past 8 MB (a unit as large as a body: one 200 MB string) made as large as what the
+      // body can still bring, at once: held once, not copied from buffer to buffer of twice its size.
+      const double = Math.max(end, 2 * this.#own.length);
+      const big = end > 8 * 1024 * 1024 && Number.isFinite(this.#rest);
+      const next = Buffer.allocUnsafeSlow(big ? Math.max(end, end + this.#rest) : double);
       this.#own.copy(next, 0, 0, this.#len);
       this.#own = next;
     }
@@ -203,11 +211,14 @@ export class TablePageStream<T> {
   /** Bytes left unread at the end of the rows in hand: 4 of the longest rows per row seen so far. */
   #margin = MIN_MARGIN;
 
-  /** `host` undefined: a decoder that declines every page (no columns). */
-  constructor(host: PageHost<T> | undefined) {
+  /**
+   * `host` undefined: a decoder that declines every page (no columns). `bodyLength`: the body's length,
+   * when declared (Infinity if not).
+   */
+  constructor(host: PageHost<T> | undefined, bodyLength = Number.POSITIVE_INFINITY) {
     this.#host = host;
     this.#state = host ? OPEN : DECLINED;
-    this.#window = host && new Window(host.takeWindow());
+    this.#window = host && new Window(host.takeWindow(), bodyLength);
   }
 
   /** Declined already (the rest of the body changes nothing), or done. */
