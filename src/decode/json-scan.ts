@@ -480,23 +480,20 @@ export class Scan {
 export class Framer {
   #depth = 0;
   #inString = false;
-  #escape = false;
 
-  /** Scans `b` from `i` (bytes before were framed already); the unit's end there, or -1. */
-  end(b: Uint8Array, view: DataView, i: number): number {
+  /** Scans `b` (the unit from its start) from `i` (bytes before were framed already); its end, or -1. */
+  end(b: Buffer, i: number): number {
     const n = b.length;
     let depth = this.#depth;
     for (; i < n; i++) {
       if (this.#inString) {
-        if (this.#escape) {
-          this.#escape = false;
-          continue;
-        }
-        i = plainEnd(b, view, i);
-        if (i >= n) break;
-        const c = b[i];
-        if (c === QUOTE) this.#inString = false;
-        else if (c === BACKSLASH) this.#escape = true;
+        // The closing quote: the next quote after an even run of backslashes (`memchr`, the string's
+        // escapes not read: its decode checks them).
+        let q = b.indexOf(QUOTE, i);
+        while (q > 0 && escaped(b, q)) q = b.indexOf(QUOTE, q + 1);
+        if (q < 0) break;
+        this.#inString = false;
+        i = q;
         continue;
       }
       const c = b[i];
@@ -510,4 +507,11 @@ export class Framer {
     this.#depth = depth;
     return -1;
   }
+}
+
+/** Whether the quote at `b[q]` is escaped: after an odd run of backslashes. */
+function escaped(b: Uint8Array, q: number): boolean {
+  let k = q - 1;
+  while (b[k] === BACKSLASH) k--;
+  return (q - 1 - k) % 2 === 1;
 }

@@ -208,7 +208,7 @@ export class TablePageStream<T> {
   #checked = 0;
   /** The body has ended: every byte in hand is read. */
   #final = false;
-  /** Bytes left unread at the end of the rows in hand: 4 of the longest rows per row seen so far. */
+  /** Bytes left unread at the end of the rows in hand: 4 times the bytes per row so far, at least 4 kB. */
   #margin = MIN_MARGIN;
 
   /**
@@ -275,7 +275,7 @@ export class TablePageStream<T> {
     const b = window.view();
     const s = this.#scan;
     if (this.#framer !== undefined) {
-      const end = this.#framer.end(b, new DataView(b.buffer, b.byteOffset, b.length), this.#framedTo);
+      const end = this.#framer.end(b, this.#framedTo);
       this.#framedTo = b.length;
       if (end < 0 && !final) return;
       this.#framer = undefined;
@@ -304,7 +304,7 @@ export class TablePageStream<T> {
       this.#check(unit); // the rows read before the one cut
       if (this.#whole && unit === 0) throw error;
       const framer = new Framer();
-      if (framer.end(b, s.view, unit) >= 0) throw error;
+      if (framer.end(b, unit) >= 0) throw error;
       this.#framer = framer;
       this.#framedTo = b.length - unit;
     } finally {
@@ -342,7 +342,7 @@ export class TablePageStream<T> {
         this.#sink ??= this.#host!.sink();
         if (this.#sink === undefined) {
           // The envelope alone: the rows framed, not read (the stream's decoder reads them later).
-          const end = new Framer().end(s.b, s.view, s.i);
+          const end = new Framer().end(s.b, s.i);
           if (end < 0) throw BAIL;
           if (s.b[skipBack(s.b, end) - 1] !== CLOSE_ARRAY) throw INVALID;
           this.#envelope.rowsEmpty = s.b[skipWs(s.b, s.i + 1)] === CLOSE_ARRAY;
