@@ -171,7 +171,10 @@ export class Scan {
   end = 0;
   /** The last number's double, or NaN when it does not keep every digit of its literal (numbers.ts). */
   num = 0;
-  /** Whether the last string had a lone surrogate escape (written as U+FFFD, as `Buffer#write` does). */
+  /**
+   * Whether the last string read by `string()` had a lone surrogate escape (written as U+FFFD, as
+   * `Buffer#write` does).
+   */
   lone = false;
   /** Lone surrogates met since the decode began (a false alarm in a row cut short included). */
   lones = 0;
@@ -252,6 +255,8 @@ export class Scan {
     const b = this.b;
     const start = this.i + 1;
     const e = plainEnd(b, this.view, start);
+    this.quoteAt = this.i;
+    this.lone = false;
     if (b[e] !== QUOTE) {
       // Escapes: decoded into the scratch buffer.
       const scratch = this.#scratch;
@@ -262,8 +267,6 @@ export class Scan {
       this.end = scratch.pos;
       return;
     }
-    this.quoteAt = this.i;
-    this.lone = false;
     this.text = b;
     this.start = start;
     this.end = e;
@@ -280,8 +283,6 @@ export class Scan {
     const b = this.b;
     const n = b.length;
     const view = this.view;
-    this.quoteAt = this.i;
-    this.lone = false;
     let i = this.i + 1;
     let o = into.pos;
     let out = into.bytes;
