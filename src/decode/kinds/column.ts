@@ -9,7 +9,7 @@
 import type { DecodedColumn } from '../../convert/column-data.js';
 import { grow } from '../../convert/grow.js';
 import type { ColumnPlan } from '../../convert/plan.js';
-import type { DatesAs } from '../../convert/row-factory.js';
+import { type DatesAs, rowValueOf } from '../../convert/row-factory.js';
 import type { WireValue } from '../../core/wire.js';
 import { fieldValue } from '../csv.js';
 import { BAIL, type Scan, utf8 } from '../json-scan.js';
@@ -91,41 +91,60 @@ export function pageRowCapacity(limit: number, bodyLength: number, minRowBytes: 
   return Math.max(16, Math.min(limit, Math.floor(bodyLength / minRowBytes) + 1));
 }
 
-/**
- * A kind whose values are one number per row and a validity flag (`number`, `date`, `datetime`): the
- * typical cells are the kind's own, the rest goes through `convert` (the reference's wire check).
- */
-export abstract class ValuesColumn<A extends Float64Array | Int32Array> implements PageColumn {
+/** How a kind of one number per row (`number`, `date`, `datetime`) reads its values. */
+interface ValuesOf {
+  /** The kind's name for `fieldValue` (how a CSV field becomes a wire value). */
+  readonly name: 'number' | 'date' | 'datetime';
+  /** The kind's own spelling at `s.i`, read (`s.i` past it); NaN, `s.i` unmoved, for any other value. */
+  readonly read: (s: Scan) => number;
+  /** A CSV field in the kind's own spelling; NaN for any other. */
+  readonly field?: ((field: Buffer, len: number) => number) | undefined;
+  /** Any other wire value → the column's number, NaN when invalid (the reference's wire check). */
+  readonly convert: (v: WireValue) => number;
+  /** A row object's value of a number read. */
+  readonly value: (x: number, dates: DatesAs) => unknown;
+}
+
+/** A page's values of a kind of one number per row, and a validity flag per row. */
+class ValuesColumn<A extends Float64Array | Int32Array> implements PageColumn {
   valid: Uint8Array;
 
   constructor(
     public values: A,
     valid: Uint8Array | undefined,
-    /** The kind's name for `fieldValue` (how a CSV field becomes a wire value). */
-    readonly name: 'number' | 'date' | 'datetime',
+    readonly of: ValuesOf,
   ) {
     this.valid = reuse(valid, values.length, Uint8Array);
   }
 
-  abstract cell(s: Scan, r: number): unknown;
-  /** A wire value → the column's number, NaN when invalid. */
-  abstract convert(v: WireValue): number;
+  cell(s: Scan, r: number): void {
+    const x = this.of.read(s);
+    if (Number.isNaN(x)) this.#put(r, s.wire(s.value()));
+    else {
+      this.values[r] = x;
+      this.valid[r] = 1;
+    }
+  }
+
+  field(field: Buffer, len: number, quoted: boolean, r: number): void {
+    const x = this.of.field?.(field, len) ?? Number.NaN;
+    if (!Number.isNaN(x)) {
+      this.values[r] = x;
+      this.valid[r] = 1;
+    } else this.#put(r, len === 0 && !quoted ? null : fieldValue(utf8(field, 0, len), quoted, this.of.name));
+  }
 
   /** Row `r` from a wire value (null, or what `convert` accepts). */
-  put(r: number, v: WireValue): void {
+  #put(r: number, v: WireValue): void {
     if (v === null) {
       this.values[r] = 0;
       this.valid[r] = 0;
       return;
     }
-    const x = this.convert(v);
+    const x = this.of.convert(v);
     if (Number.isNaN(x)) throw BAIL;
     this.values[r] = x;
     this.valid[r] = 1;
-  }
-
-  field(field: Buffer, len: number, quoted: boolean, r: number): void {
-    this.put(r, len === 0 && !quoted ? null : fieldValue(utf8(field, 0, len), quoted, this.name));
   }
 
   grow(rows: number, used: number): void {
@@ -136,6 +155,29 @@ export abstract class ValuesColumn<A extends Float64Array | Int32Array> implemen
   rollBack(): void {}
 
   decoded(): DecodedColumn {
-    return { kind: this.name, values: this.values, valid: this.valid } as DecodedColumn;
+    return { kind: this.of.name, values: this.values, valid: this.valid } as DecodedColumn;
   }
+}
+
+/** The kind of one number per row that `of` reads, into arrays made by `make`. */
+export function valuesKind<A extends Float64Array | Int32Array>(
+  make: new (n: number) => A,
+  of: ValuesOf,
+): Kind {
+  return {
+    column(sizing, spare) {
+      const old =
+        spare?.kind === of.name ? (spare as unknown as { values: A; valid: Uint8Array }) : undefined;
+      return new ValuesColumn(reuse(old?.values, sizing.rows, make), old?.valid, of);
+    },
+    row(column, dates) {
+      const read = rowValueOf(column, dates);
+      return {
+        cell(s) {
+          const x = of.read(s);
+          return Number.isNaN(x) ? otherValue(s, read) : of.value(x, dates);
+        },
+      };
+    },
+  };
 }

@@ -1,11 +1,9 @@
 /** The `date` kind (days since the epoch): `"YYYYMMDD"` read from its digits, anything else by `toDateDays`. */
 
 import { dateDaysAt, isoDate } from '../../convert/dates.js';
-import { rowValueOf } from '../../convert/row-factory.js';
 import { toDateDays } from '../../convert/values.js';
-import type { WireValue } from '../../core/wire.js';
 import { QUOTE, type Scan } from '../json-scan.js';
-import { type Kind, otherValue, reuse, ValuesColumn } from './column.js';
+import { valuesKind } from './column.js';
 
 const MS_PER_DAY = 86_400_000;
 
@@ -27,7 +25,7 @@ function isMidnight(b: Uint8Array, i: number): boolean {
  * The days of a date cell in the wire's shape (`"YYYYMMDD"` or `"YYYYMMDDT000000Z"`) at `s.i`, `s.i` moved
  * past it; NaN (`s.i` unmoved) for any other value.
  */
-export function wireDays(s: Scan): number {
+function wireDays(s: Scan): number {
   const b = s.b;
   const i = s.i;
   if (b[i] !== QUOTE) return Number.NaN;
@@ -38,43 +36,10 @@ export function wireDays(s: Scan): number {
   return days;
 }
 
-class DateColumn extends ValuesColumn<Int32Array> {
-  cell(s: Scan, r: number): void {
-    const days = wireDays(s);
-    if (!Number.isNaN(days)) {
-      this.values[r] = days;
-      this.valid[r] = 1;
-    } else this.put(r, s.wire(s.value()));
-  }
-
-  convert(v: WireValue): number {
-    return toDateDays(v);
-  }
-
-  override field(field: Buffer, len: number, quoted: boolean, r: number): void {
-    const days = len === 8 ? dateDaysAt(field, 0) : Number.NaN;
-    if (!Number.isNaN(days)) {
-      this.values[r] = days;
-      this.valid[r] = 1;
-    } else super.field(field, len, quoted, r);
-  }
-}
-
-export const DATE: Kind = {
-  column: (sizing, spare) =>
-    new DateColumn(
-      reuse(spare?.kind === 'date' ? spare.values : undefined, sizing.rows, Int32Array),
-      spare?.kind === 'date' ? spare.valid : undefined,
-      'date',
-    ),
-  row(column, dates) {
-    const read = rowValueOf(column, dates);
-    const value = dates === 'string' ? isoDate : (days: number) => new Date(days * MS_PER_DAY);
-    return {
-      cell(s) {
-        const days = wireDays(s);
-        return !Number.isNaN(days) ? value(days) : otherValue(s, read);
-      },
-    };
-  },
-};
+export const DATE = valuesKind(Int32Array, {
+  name: 'date',
+  read: wireDays,
+  field: (field, len) => (len === 8 ? dateDaysAt(field, 0) : Number.NaN),
+  convert: toDateDays,
+  value: (days, dates) => (dates === 'string' ? isoDate(days) : new Date(days * MS_PER_DAY)),
+});

@@ -1,11 +1,9 @@
 /** The `datetime` kind (ms since the epoch, UTC): `"YYYYMMDDTHHMMSSZ"` from its digits, else `toTimestampMs`. */
 
 import { dateDaysAt, isoTimestamp, timeOfDayMsAt } from '../../convert/dates.js';
-import { rowValueOf } from '../../convert/row-factory.js';
 import { toTimestampMs } from '../../convert/values.js';
-import type { WireValue } from '../../core/wire.js';
 import { QUOTE, type Scan } from '../json-scan.js';
-import { type Kind, otherValue, reuse, ValuesColumn } from './column.js';
+import { valuesKind } from './column.js';
 
 const MS_PER_DAY = 86_400_000;
 
@@ -28,35 +26,9 @@ function wireMs(s: Scan): number {
   return ms;
 }
 
-class DatetimeColumn extends ValuesColumn<Float64Array> {
-  cell(s: Scan, r: number): void {
-    const ms = wireMs(s);
-    if (!Number.isNaN(ms)) {
-      this.values[r] = ms;
-      this.valid[r] = 1;
-    } else this.put(r, s.wire(s.value()));
-  }
-
-  convert(v: WireValue): number {
-    return toTimestampMs(v);
-  }
-}
-
-export const DATETIME: Kind = {
-  column: (sizing, spare) =>
-    new DatetimeColumn(
-      reuse(spare?.kind === 'datetime' ? spare.values : undefined, sizing.rows, Float64Array),
-      spare?.kind === 'datetime' ? spare.valid : undefined,
-      'datetime',
-    ),
-  row(column, dates) {
-    const read = rowValueOf(column, dates);
-    const value = dates === 'string' ? isoTimestamp : (ms: number) => new Date(ms);
-    return {
-      cell(s) {
-        const ms = wireMs(s);
-        return !Number.isNaN(ms) ? value(ms) : otherValue(s, read);
-      },
-    };
-  },
-};
+export const DATETIME = valuesKind(Float64Array, {
+  name: 'datetime',
+  read: wireMs,
+  convert: toTimestampMs,
+  value: (ms, dates) => (dates === 'string' ? isoTimestamp(ms) : new Date(ms)),
+});

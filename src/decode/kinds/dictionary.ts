@@ -4,12 +4,13 @@
  */
 
 import type { DecodedColumn } from '../../convert/column-data.js';
-import { rowValueOf } from '../../convert/row-factory.js';
+import type { ColumnPlan } from '../../convert/plan.js';
+import { type DatesAs, rowValueOf } from '../../convert/row-factory.js';
 import { toText } from '../../convert/values.js';
 import type { WireValue } from '../../core/wire.js';
 import { ByteDictionary } from '../byte-dictionary.js';
 import { BAIL, QUOTE, type Scan } from '../json-scan.js';
-import { ensure, type Kind, otherValue, type PageColumn, reuse } from './column.js';
+import { ensure, type Kind, otherValue, type PageColumn, type RowCell, reuse } from './column.js';
 
 class DictionaryColumn implements PageColumn {
   readonly dict = new ByteDictionary();
@@ -86,21 +87,31 @@ export class StringCache {
   }
 }
 
+/**
+ * The row cell of a string column: a string literal made once from its bytes, taken from the page's cache
+ * when `shared` says so; any other value the reference's row value.
+ */
+export function stringRow(
+  column: ColumnPlan,
+  dates: DatesAs,
+  shared: (s: Scan, cache: StringCache) => boolean,
+): RowCell {
+  const read = rowValueOf(column, dates);
+  const cache = new StringCache();
+  return {
+    cell(s) {
+      if (s.b[s.i] !== QUOTE) return otherValue(s, read);
+      s.string();
+      return !s.lone && shared(s, cache) ? cache.string(s) : s.str();
+    },
+    reset: () => cache.reset(),
+  };
+}
+
 export const DICTIONARY: Kind = {
   column: (sizing, spare) =>
     new DictionaryColumn(
       reuse(spare?.kind === 'dictionary' ? spare.ids : undefined, sizing.rows, Int32Array),
     ),
-  row(column, dates) {
-    const read = rowValueOf(column, dates);
-    const cache = new StringCache();
-    return {
-      cell(s) {
-        if (s.b[s.i] !== QUOTE) return otherValue(s, read);
-        s.string();
-        return s.lone ? s.str() : cache.string(s);
-      },
-      reset: () => cache.reset(),
-    };
-  },
+  row: (column, dates) => stringRow(column, dates, () => true),
 };

@@ -4,12 +4,11 @@
  */
 
 import type { DecodedColumn } from '../../convert/column-data.js';
-import { rowValueOf } from '../../convert/row-factory.js';
 import { toText } from '../../convert/values.js';
 import type { WireValue } from '../../core/wire.js';
 import { BAIL, type Into, QUOTE, type Scan } from '../json-scan.js';
-import { ensure, type Kind, otherValue, type PageColumn, reuse, type Sizing } from './column.js';
-import { StringCache } from './dictionary.js';
+import { ensure, type Kind, type PageColumn, reuse, type Sizing } from './column.js';
+import { stringRow } from './dictionary.js';
 
 /**
  * String bytes reserved per page, over the last page's bytes per row: pages of one result are alike, and
@@ -143,19 +142,10 @@ export const UTF8: Kind = {
    * rows (`toArray()` keeps every row, and a value kept once is memory the GC neither copies nor marks
    * again); a column whose short values mostly differ (ids) stops being looked up for the rest of the page.
    */
-  row(column, dates) {
-    const read = rowValueOf(column, dates);
-    const cache = new StringCache();
-    return {
-      cell(s) {
-        if (s.b[s.i] !== QUOTE) return otherValue(s, read);
-        s.string();
-        if (s.end - s.start > SHORT || s.lone || (cache.misses > 256 && cache.misses > 2 * cache.hits)) {
-          return s.str();
-        }
-        return cache.string(s);
-      },
-      reset: () => cache.reset(),
-    };
-  },
+  row: (column, dates) =>
+    stringRow(
+      column,
+      dates,
+      (s, cache) => s.end - s.start <= SHORT && !(cache.misses > 256 && cache.misses > 2 * cache.hits),
+    ),
 };
