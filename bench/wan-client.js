@@ -2,8 +2,9 @@
 // JSON line: { ms, rows, error?, requests?, concurrency? }.
 // Usage: node bench/wan-client.js <contender> <url> <job-json>
 //   job: { dataset, body?, queries? (fan-out: [dataset, ticker] pairs), at? (fan-out: queries at once), options? }
+import { createHash } from 'node:crypto';
 import { subscribe } from 'node:diagnostics_channel';
-import { DatasetClient } from '../dist/index.js';
+import { DatasetClient, queryEach } from '../dist/index.js';
 
 const [contender, url, jobJson] = process.argv.slice(2);
 const job = JSON.parse(jobJson);
@@ -157,6 +158,30 @@ const contenders = {
       await client.close();
     }
   },
+  // Past the row cap (issue #46): the whole ticker list with `split: true`, read to one Arrow table.
+  async 'lib-split'() {
+    const client = new DatasetClient({ baseUrl: url, apiKey: key });
+    try {
+      const result = await client.query(job.dataset, { tickers: job.tickers }, { split: true });
+      const table = await result.toTable(job.options ?? {});
+      return { rows: table.numRows, parts: result.parts?.length ?? 1, tables: [table] };
+    } finally {
+      await client.close();
+    }
+  },
+  // The same tickers as one query each (`queryEach`, its defaults), every table kept.
+  async 'lib-each'() {
+    const client = new DatasetClient({ baseUrl: url, apiKey: key });
+    const tables = [];
+    try {
+      for await (const { table } of queryEach(client, { datasets: [job.dataset], tickers: job.tickers })) {
+        tables.push(table);
+      }
+      return { rows: tables.reduce((n, t) => n + t.numRows, 0), tables };
+    } finally {
+      await client.close();
+    }
+  },
   // Fan-out, naive: POST, then one GET of up to 10k rows, res.json(), `at` queries at once.
   async 'naive-fanout'() {
     let rows = 0;
@@ -169,6 +194,19 @@ const contenders = {
     return { rows };
   },
 };
+
+/**
+ * The rows of `tables` whatever their order (queryEach yields tables as they complete): each row's values
+ * as JSON, sorted, hashed. Taken after the clock stops.
+ */
+function checksum(tables) {
+  const rows = [];
+  for (const table of tables) for (const row of table) rows.push(JSON.stringify(Object.values(row.toJSON())));
+  rows.sort();
+  const hash = createHash('sha256');
+  for (const row of rows) hash.update(row).update('\n');
+  return hash.digest('hex').slice(0, 16);
+}
 
 // DQS_WAN_TRACE=1: the library contenders print their pages and concurrency changes, in time order, on
 // stderr (where the time goes in one run; wan.js reads only stdout).
@@ -194,5 +232,11 @@ try {
   out = { error: String(err?.code ?? '') + ' ' + String(err?.message ?? err).slice(0, 200) };
 }
 const ms = performance.now() - t0;
-console.log(JSON.stringify({ contender, ms, maxRssMB: process.resourceUsage().maxRSS / 1024, ...out }));
+const maxRssMB = process.resourceUsage().maxRSS / 1024;
+// Tables to compare across contenders: their checksum, once the clock has stopped.
+if (out.tables) {
+  out.checksum = checksum(out.tables);
+  delete out.tables;
+}
+console.log(JSON.stringify({ contender, ms, maxRssMB, ...out }));
 if (trace) process.stderr.write(`${trace.join('\n')}\n`);

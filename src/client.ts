@@ -11,11 +11,19 @@ import type { CacheEvent } from './cache/events.js';
 import { type CacheOptions, normalizeCacheOptions } from './cache/options.js';
 import { ResultCache } from './cache/result-cache.js';
 import { ProtocolError, ResponseTooLargeError } from './core/errors.js';
-import { optionalBoolean, optionalInteger } from './core/validate.js';
-import { type FieldDescriptor, MediaType, type QueryBody, type QueryHandle, ROW_CAP } from './core/wire.js';
+import type { RawQueryBody } from './core/raw-body.js';
+import { checkKeys, checkObject, optionalBoolean, optionalInteger, optionKeys } from './core/validate.js';
+import {
+  type FieldDescriptor,
+  MediaType,
+  type QueryBody,
+  type QueryHandle,
+  ROW_CAP,
+  type WireBody,
+} from './core/wire.js';
 import { envelopeOf, parseTablePage } from './decode/table-json.js';
 import { readTableEnvelope } from './decode/table-json-fast.js';
-import { adaptiveConcurrency } from './query/concurrency.js';
+import { AdaptiveConcurrency } from './query/concurrency.js';
 import type { PageRange } from './query/page-plan.js';
 import { checkRowLimit } from './query/page-plan.js';
 import { QueryResult } from './query/query-result.js';
@@ -27,15 +35,17 @@ import {
   DEFAULT_MAX_CONCURRENCY,
   DEFAULT_PAGE_SIZE,
   normalizeStreamOptions,
+  STREAM_OPTIONS,
   type StreamOptions,
 } from './query/stream-options.js';
-import { createAndWait, type WaitOptions, waitForQuery } from './query/wait.js';
+import { createAndWait, WAIT_OPTIONS, type WaitOptions, waitForQuery } from './query/wait.js';
 import { inPhase, type QueryTelemetry, traced } from './telemetry/telemetry.js';
 import { type CheckTickersMode, normalizeCheckTickers, tickerCheck } from './tickers/coverage.js';
 import { EndpointClient, type PageBytes } from './transport/endpoints.js';
 import { formatsHeader, truncatedHeader } from './transport/headers.js';
 import { bodyText } from './transport/http.js';
-import type { ClientOptions } from './transport/options.js';
+import { CLIENT_OPTIONS, type ClientOptions } from './transport/options.js';
+import { checkQueryBody } from './transport/validate.js';
 
 export interface QueryOptions extends WaitOptions {
   /**
@@ -94,6 +104,26 @@ export interface DatasetClientOptions extends ClientOptions {
   readonly cache?: boolean | CacheOptions | undefined;
 }
 
+const QUERY_OPTIONS = {
+  ...WAIT_OPTIONS,
+  maxRows: true,
+  firstPageRows: true,
+  cache: true,
+  checkTickers: true,
+  onUnknownTickers: true,
+  split: true,
+  onSplitWarning: true,
+} as const satisfies { readonly [K in keyof Required<QueryOptions>]: true };
+const QUERY_KEYS = optionKeys<QueryOptions>(QUERY_OPTIONS);
+const STREAM_QUERY_KEYS = optionKeys<StreamOptions & QueryOptions>({ ...QUERY_OPTIONS, ...STREAM_OPTIONS });
+const CLIENT_KEYS = optionKeys<DatasetClientOptions>({ ...CLIENT_OPTIONS, cache: true });
+
+/** The client's options with no key it does not know (checked before anything else of them). */
+function clientOptions(options: DatasetClientOptions): DatasetClientOptions {
+  checkKeys(checkObject(options, 'options'), CLIENT_KEYS, 'options of `new DatasetClient()`');
+  return options;
+}
+
 /**
  * Events: `'retry'` (see `EndpointClient`), `'concurrency'` and, with a cache, `'cache'` (a `CacheEvent`:
  * hit, miss, stale, stored, ...).
@@ -106,7 +136,7 @@ export class DatasetClient extends EndpointClient {
   readonly #cache: ResultCache | undefined;
 
   constructor(options: DatasetClientOptions = {}) {
-    super(options);
+    super(clientOptions(options));
     this.#maxConcurrency = Math.min(
       DEFAULT_MAX_CONCURRENCY,
       this.http.connections ?? DEFAULT_MAX_CONCURRENCY,
@@ -130,8 +160,9 @@ export class DatasetClient extends EndpointClient {
   /** @internal The scheduler every `'auto'` stream of this client shares. */
   get scheduler(): RequestScheduler {
     if (!this.#scheduler) {
+      const http = this.http;
       this.#scheduler = new RequestScheduler(
-        adaptiveConcurrency(this.#maxConcurrency, this.http.rateLimited),
+        new AdaptiveConcurrency({ max: this.#maxConcurrency, metered: () => http.rateLimited }),
       );
       this.#scheduler.onChange((change: ConcurrencyChange) => this.emit('concurrency', change));
     }
@@ -146,10 +177,13 @@ export class DatasetClient extends EndpointClient {
    * const result = await client.query('job_listings', { tickers: ['nasdaq:aapl'] });
    * for await (const batch of result.stream()) console.log(batch.numRows);
    */
-  async query(datasetId: string, body: QueryBody = {}, options: QueryOptions = {}): Promise<QueryResult> {
-    return new QueryResult(
-      await this.#traced(datasetId, body, options, normalizeQueryOptions(options), false),
-    );
+  async query(
+    datasetId: string,
+    body: QueryBody | RawQueryBody = {},
+    options: QueryOptions = {},
+  ): Promise<QueryResult> {
+    const limits = normalizeQueryOptions(options, 'client.query');
+    return new QueryResult(await this.#traced(datasetId, checkQueryBody(body), options, limits, false));
   }
 
   /**
@@ -158,7 +192,7 @@ export class DatasetClient extends EndpointClient {
    */
   #traced(
     datasetId: string,
-    body: QueryBody,
+    body: WireBody,
     options: QueryOptions,
     limits: QueryLimits,
     endsWithStream: boolean,
@@ -171,7 +205,7 @@ export class DatasetClient extends EndpointClient {
   /** The query's lifecycle, through the cache when there is one, with its limits already checked. */
   async #query(
     datasetId: string,
-    body: QueryBody,
+    body: WireBody,
     options: QueryOptions,
     limits: QueryLimits,
     telemetry: QueryTelemetry | undefined,
@@ -224,7 +258,7 @@ export class DatasetClient extends EndpointClient {
   /** The uncached lifecycle; from an existing POST's `handle` when given (the cache made it). */
   async #fetch(
     datasetId: string,
-    body: QueryBody,
+    body: WireBody,
     options: QueryOptions,
     limits: QueryLimits,
     existing?: QueryHandle,
@@ -264,7 +298,7 @@ export class DatasetClient extends EndpointClient {
   async result(datasetId: string, queryId: string, options: QueryOptions = {}): Promise<QueryResult> {
     // A query known by its id is most often resumed (`startRow` from a checkpoint): a large one's first
     // page gives one row, for its descriptors, rather than rows its stream would not read.
-    const limits = { ...normalizeQueryOptions(options), largeFirstRows: 1 };
+    const limits = { ...normalizeQueryOptions(options, 'client.result'), largeFirstRows: 1 };
     const status = await waitForQuery(this, datasetId, queryId, options);
     const known = { total: status.total, truncated: status.truncated, formats: [...status.formats] };
     return new QueryResult(await this.#result(datasetId, queryId, known, options.signal, limits));
@@ -396,6 +430,7 @@ export class DatasetClient extends EndpointClient {
       codings: read.codings,
       info: read.info,
       waitMs: read.waitMs,
+      bodyMs: read.bodyMs,
     };
     return { fields: page.fields, page: kept, lastDateUpdated };
   }
@@ -408,10 +443,11 @@ export class DatasetClient extends EndpointClient {
    */
   stream(
     datasetId: string,
-    body: QueryBody = {},
+    body: QueryBody | RawQueryBody = {},
     options: StreamOptions & Omit<QueryOptions, 'signal'> = {},
   ): ResultStream {
-    const normalized = normalizeStreamOptions(options);
+    const normalized = normalizeStreamOptions(options, STREAM_QUERY_KEYS, '`client.stream()`');
+    const wire = checkQueryBody(body);
     // The stream's options are checked once, here; the query's limits follow from them.
     // The first page serves the stream when it reads table JSON from row 1; a page size of the caller's
     // own makes it a whole page (their pages, progress and batches follow their size), 'auto' one of
@@ -425,7 +461,7 @@ export class DatasetClient extends EndpointClient {
       largeFirstRows: normalized.pageSizeAuto ? FIRST_PAGE_ROWS : normalized.pageSize,
     };
     return new ResultStream(
-      (signal): Promise<ResultSource> => this.#traced(datasetId, body, { ...options, signal }, limits, true),
+      (signal): Promise<ResultSource> => this.#traced(datasetId, wire, { ...options, signal }, limits, true),
       normalized,
     );
   }
@@ -453,7 +489,7 @@ const MAX_DESCRIPTOR_SHAPES = 64;
  * rows by ticker; the columns are the dataset's). Members other than `tickers` are kept in the key, so
  * a body that might choose columns never borrows another's descriptors.
  */
-function descriptorKey(datasetId: string, body: QueryBody): string {
+function descriptorKey(datasetId: string, body: WireBody): string {
   const { tickers: _tickers, ...rest } = (body ?? {}) as Record<string, unknown>;
   return `${datasetId}\n${JSON.stringify(rest)}`;
 }
@@ -472,7 +508,8 @@ interface QueryLimits {
   readonly largeFirstRows?: number;
 }
 
-function normalizeQueryOptions(options: QueryOptions): QueryLimits {
+function normalizeQueryOptions(options: QueryOptions, method: string): QueryLimits {
+  checkKeys(checkObject(options, 'options'), QUERY_KEYS, `options of \`${method}()\``);
   return {
     maxRows: optionalInteger(options.maxRows, 'maxRows', 0, ROW_CAP),
     firstPageRows: optionalInteger(options.firstPageRows, 'firstPageRows', 1, DEFAULT_PAGE_SIZE),

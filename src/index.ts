@@ -67,6 +67,7 @@ export {
   TruncatedError,
 } from './core/errors.js';
 export type { LoopBudget } from './core/loop-budget.js';
+export { RawQueryBody, rawBody } from './core/raw-body.js';
 export { VERSION } from './core/version.js';
 export {
   API_VERSION,

@@ -7,10 +7,11 @@
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { tableFromIPC } from 'apache-arrow';
 import pl from 'nodejs-polars';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Emulator, queryInfo, queryTotal } from '../src/emulator/index.js';
@@ -20,6 +21,7 @@ import {
   InvalidArgumentError,
   type PartitionReport,
   partitionPath,
+  rawBody,
   ServerError,
 } from '../src/index.js';
 import { duck } from './cli-helpers.js';
@@ -121,6 +123,36 @@ describe('exportPartitioned: the layout engines read', () => {
           .map((t) => ({ ticker: t, ticker_count: expected[t] })),
       );
     }
+  });
+
+  it("each file's partition column is a plain string, the type Hive partitioning infers from the path", async () => {
+    // Issue #47: the files kept the stream's Dictionary<Utf8> ticker in their Arrow schema, and pyarrow's
+    // dataset reader (`partitioning='hive'`) refused the lake: "ticker has incompatible types: dictionary
+    // vs string". pyarrow cannot be installed where CI runs (npm and Debian packages only; Debian has no
+    // python3-pyarrow), so this reads each file as an Arrow reader does, through parquet-wasm (arrow-rs,
+    // which like pyarrow's reader restores the Arrow schema stored in the file), and checks the cause.
+    const { client } = await setup();
+    const result = await exportPartitioned(client, {
+      dataset: DATASET,
+      tickers: TICKERS,
+      outDir: out,
+      stream: STREAM,
+    });
+    const pq = await import('parquet-wasm');
+    for (const { path, rows } of result.partitions) {
+      // intoIPCStream() consumes the WebAssembly table: nothing left to free.
+      const arrow = tableFromIPC(pq.readParquet(await readFile(path)).intoIPCStream());
+      expect(arrow.numRows, path).toBe(rows);
+      const types = Object.fromEntries(arrow.schema.fields.map((f) => [f.name, String(f.type)]));
+      expect(types.ticker, path).toBe('Utf8');
+      // Only the partition column changes: the other columns keep the stream's types.
+      expect(types.date, path).toBe('Date32<DAY>');
+    }
+    // The same rows as the stream gives, ticker included.
+    const [first] = await duck(
+      `SELECT ticker, count(*) AS n FROM read_parquet('${result.partitions[0]!.path}') GROUP BY ALL`,
+    );
+    expect(first).toEqual({ ticker: TICKERS[0], n: String(expected[TICKERS[0]!]) });
   });
 
   it('runs at most `concurrency` queries at once through the one client', async () => {
@@ -347,7 +379,16 @@ describe('exportPartitioned: arguments', () => {
       [{ dataset: '../x' }, /dataset/],
       [{ outDir: '' }, /directory path/],
       [{ concurrency: 0 }, /to be an integer >= 1, got 0/],
-      [{ body: { tickers: ['nasdaq:aapl'] } }, /no `tickers` in `body`/],
+      [{ body: rawBody({ tickers: ['nasdaq:aapl'] }) }, /no `tickers` in `body`/],
+      [{ body: { filters: [] } }, /Expected `body` to be a rawBody\(\{ … \}\)/],
+      [
+        { parquet: { rowGroupsize: 10 } },
+        /Invalid `parquet.rowGroupsize`: did you mean `parquet.rowGroupSize`\?/,
+      ],
+      [
+        { stream: { output: 'rows' } },
+        /Invalid `stream.output`: not one of the options of `exportPartitioned\(\)`/,
+      ],
       [{ stream: { pageSize: 0 } }, /pageSize|Expected an integer >= 1/],
     ];
     for (const [override, message] of bad) {

@@ -5,6 +5,7 @@
 import { rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createProxy } from 'proxy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator } from '../src/emulator/index.js';
 import { ensureBuilt, finishCli, ROOT, type Run, startCli } from './cli-helpers.js';
@@ -15,6 +16,9 @@ const pki = makePki();
 let emu: Awaited<ReturnType<typeof startEmulator>>;
 let site: Server;
 let siteUrl: string;
+/** A forward proxy that wants bob:right-pass. */
+let proxyServer: ReturnType<typeof createProxy>;
+let proxyHost: string;
 
 beforeAll(async () => {
   ensureBuilt();
@@ -25,6 +29,11 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
   siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+  proxyServer = createProxy(createServer());
+  proxyServer.authenticate = (req) =>
+    req.headers['proxy-authorization'] === `Basic ${Buffer.from('bob:right-pass').toString('base64')}`;
+  await new Promise<void>((r) => proxyServer.listen(0, '127.0.0.1', r));
+  proxyHost = `127.0.0.1:${(proxyServer.address() as AddressInfo).port}`;
 });
 
 afterAll(async () => {
@@ -32,6 +41,8 @@ afterAll(async () => {
   await emu.close();
   site.closeAllConnections();
   await new Promise((r) => site.close(r));
+  proxyServer.closeAllConnections();
+  await new Promise((r) => proxyServer.close(r));
 });
 
 interface Checked {
@@ -104,5 +115,44 @@ describe.concurrent('dqs doctor', () => {
     expect(failed(out)!.name).toBe('request');
     expect(failed(out)!.detail).toContain('not the Dataset Query Service');
     expect(failed(out)!.fix).toContain('check --base-url or DQS_BASE_URL');
+  });
+
+  // Issue #47: with the credentials given (and wrong) the doctor asked for credentials, and it named
+  // HTTPS_PROXY when HTTP_PROXY was the proxy at fault.
+  it('proxy credentials given but wrong: says they are wrong, where they were set; missing: asks for them', async () => {
+    const wrong = `http://bob:wrong-pass-66@${proxyHost}`;
+    for (const [args, env, where] of [
+      [['--proxy', wrong], {}, '--proxy'],
+      [[], { HTTPS_PROXY: wrong }, 'HTTPS_PROXY'],
+    ] as const) {
+      const { run, out } = await doctor(['--base-url', emu.url, '--ca-file', pki.caFile, ...args], env);
+      expect(run.code).toBe(5);
+      expect(failed(out)!.name).toBe('proxy');
+      expect(failed(out)!.fix).toBe(
+        `the proxy refused the user and password in its URL (407, wrong credentials): check them in ${where}`,
+      );
+      expect(run.stdout.toString()).not.toContain('wrong-pass-66');
+    }
+    const { out } = await doctor([
+      '--base-url',
+      emu.url,
+      '--ca-file',
+      pki.caFile,
+      '--proxy',
+      `http://${proxyHost}`,
+    ]);
+    expect(failed(out)!.fix).toBe(
+      'the proxy wants credentials (407): http://USER:PASSWORD@host:port in --proxy',
+    );
+  });
+
+  it('an http:// service: the proxy at fault is named HTTP_PROXY, and the one to set too', async () => {
+    const down = await doctor(['--base-url', siteUrl], { HTTP_PROXY: 'http://127.0.0.1:9' });
+    expect(failed(down.out)!.fix).toContain(
+      'the proxy http://127.0.0.1:9 (from HTTP_PROXY) is not reachable',
+    );
+    expect(JSON.stringify(down.out)).not.toContain('HTTPS_PROXY');
+    const none = await doctor(['--base-url', 'http://127.0.0.1:9/']);
+    expect(failed(none.out)!.fix).toContain('A firewall may require a proxy (HTTP_PROXY, or --proxy URL)');
   });
 });

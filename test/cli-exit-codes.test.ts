@@ -69,9 +69,9 @@ function documentedCodes(): number[] {
   return [...table.matchAll(/^\| (\d+) \|/gm)].map((m) => Number(m[1]));
 }
 
-/** Runs a Ctrl-C (or SIGTERM) into `dqs query --out - --as csv` once rows are flowing on stdout. */
-async function interruptStdout(signal: 'SIGINT' | 'SIGTERM', slow: Emulator): Promise<Run> {
-  const child = startCli(
+/** `dqs query` of all job_listings to stdout as CSV, in pages of 500 rows one at a time, from `emu`. */
+function csvToStdout(emu: Emulator) {
+  return startCli(
     [
       'query',
       'job_listings',
@@ -84,10 +84,15 @@ async function interruptStdout(signal: 'SIGINT' | 'SIGTERM', slow: Emulator): Pr
       '--concurrency',
       '1',
       '--no-cache',
-      ...conn(slow.url),
+      ...conn(emu.url),
     ],
     { cwd: work },
   );
+}
+
+/** Runs a Ctrl-C (or SIGTERM) into `dqs query --out - --as csv` once rows are flowing on stdout. */
+async function interruptStdout(signal: 'SIGINT' | 'SIGTERM', slow: Emulator): Promise<Run> {
+  const child = csvToStdout(slow);
   const done = finishCli(child);
   await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
   child.kill(signal);
@@ -195,5 +200,45 @@ describe('Ctrl-C into `--out -`: exit 130 and the "interrupted" line, every time
     } finally {
       await slow.close();
     }
+  }, 120_000);
+});
+
+describe('Ctrl-C on `dqs query … --out - | head`: exit 130, not 7', () => {
+  // Issue #47: Ctrl-C in a terminal stops the reader too, so dqs's pipe breaks (EPIPE) as its own signal
+  // comes, and the write failure won: exit 7 and "cannot write stdout …" in 5 of 5 runs. Here the pipe is
+  // full and a write pending when both come, in one turn: the reader's end closed, then SIGINT.
+  it('5 of 5 runs: 130 and the "interrupted" line', async () => {
+    const outcomes: string[] = [];
+    for (let run = 0; run < 5; run++) {
+      let pages = 0;
+      let written: () => void = () => {};
+      const enough = new Promise<void>((resolve) => {
+        written = resolve;
+      });
+      const emu = await startEmulator({
+        apiKey: KEY,
+        fault: (r) => {
+          // Four pages of 500 rows of CSV (~800 kB) more than a pipe holds: a write is pending.
+          if (r.method === 'GET' && r.query.limit === '500' && ++pages === 5) written();
+          return undefined;
+        },
+      });
+      try {
+        const child = csvToStdout(emu);
+        const done = finishCli(child);
+        // Not read from here on: the pipe fills and dqs's writes wait.
+        child.stdout!.pause();
+        await enough;
+        child.stdout!.destroy();
+        child.kill('SIGINT');
+        const r = await done;
+        outcomes.push(
+          `${r.code} ${/^dqs query: interrupted \(SIGINT\)$/m.test(r.stderr) ? 'line' : r.stderr.trim()}`,
+        );
+      } finally {
+        await emu.close();
+      }
+    }
+    expect(outcomes).toEqual(Array(5).fill('130 line'));
   }, 120_000);
 });

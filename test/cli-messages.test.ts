@@ -151,3 +151,63 @@ describe('true messages', () => {
     expect((await readdir(dir)).sort()).toEqual(['y.csv', 'z.csv']);
   });
 });
+
+describe('advice names what a dqs user types: flags and variables, not library options', () => {
+  // Issue #47: lines said `baseUrl`, `apiKey`, `ca`, `proxy` (the library's option names), which no dqs
+  // user can pass; and `--debug` printed a base URL's password before the URL was refused.
+  const LIBRARY_NAMES = /`(baseUrl|apiKey|ca|proxy|allowInsecureHttp)[`:]/;
+
+  it('a base URL with credentials: --base-url and --api-key; --debug shows it masked', async () => {
+    const r = await dqs(['datasets', '--base-url', 'http://u:PASSWORD-41@127.0.0.1:9/ok/', '--debug']);
+    expect(r.code).toBe(ExitCode.usage);
+    expect(r.stderr).toContain(
+      'dqs datasets: Invalid --base-url: Expected no credentials in the URL: pass the key as --api-key (or DQS_API_KEY).',
+    );
+    expect(r.stderr).toContain('dqs [debug]: service http://***@127.0.0.1:9/ok/, API key not set');
+    expect(r.stderr).not.toContain('PASSWORD-41');
+    expect(r.stderr.split('\n').filter((l) => l.startsWith('dqs'))).not.toContainEqual(
+      expect.stringMatching(LIBRARY_NAMES),
+    );
+  });
+
+  it('a key over plain http to another host: --allow-insecure-http', async () => {
+    const r = await dqs(['datasets', '--base-url', 'http://example.invalid/', '--api-key', 'k-1']);
+    expect(r.code).toBe(ExitCode.usage);
+    expect(r.stderr).toMatch(/use https:\/\/, or pass --allow-insecure-http\./);
+    expect(r.stderr).not.toMatch(LIBRARY_NAMES);
+  });
+
+  it('a host name that does not resolve: --base-url or DQS_BASE_URL', async () => {
+    const r = await dqs(['datasets', '--base-url', 'https://no-such-host.invalid/', '--api-key', 'k-1']);
+    expect(r.code).toBe(ExitCode.service);
+    expect(r.stderr).toMatch(/check the address \(--base-url or DQS_BASE_URL\)/);
+    expect(r.stderr).not.toMatch(LIBRARY_NAMES);
+  });
+
+  it('a proxy that refuses the connection: named by where it was set (--proxy, or the variable)', async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = s.address() as { port: number };
+        s.close(() => resolve(port));
+      });
+    });
+    const flag = await dqs([
+      'datasets',
+      ...conn('https://dqs.example.test/'),
+      '--proxy',
+      `http://127.0.0.1:${closed}`,
+    ]);
+    expect(flag.stderr).toContain(
+      `the proxy http://127.0.0.1:${closed} (from --proxy) refused the connection`,
+    );
+    expect(flag.stderr).not.toMatch(LIBRARY_NAMES);
+    const env = await finishCli(
+      startCli(['datasets', ...conn('http://dqs.example.test/'), '--allow-insecure-http'], {
+        cwd: work,
+        env: { HTTP_PROXY: `http://127.0.0.1:${closed}` },
+      }),
+    );
+    expect(env.stderr).toContain(`(from HTTP_PROXY) refused the connection`);
+    expect(env.stderr).not.toContain('HTTPS_PROXY');
+  });
+});

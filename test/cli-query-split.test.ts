@@ -3,13 +3,14 @@
  * third of the list's rows: every row in one file, byte-identical across runs (from the service, and from
  * the cache), and the warnings for what cannot be split.
  */
+import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulator, queryInfo, startEmulator } from '../src/emulator/index.js';
-import { ensureBuilt, finishCli, startCli } from './cli-helpers.js';
+import { ensureBuilt, finishCli, MAIN, startCli } from './cli-helpers.js';
 
 const KEY = 'cli-split-key-4b1e';
 const DATASET = 'store_locations';
@@ -135,4 +136,44 @@ describe('dqs query --split-truncated', () => {
     );
     expect(tableFromIPC(await readFile(join(work, 'all.arrow'))).numRows).toBe(CAP);
   });
+
+  it('on a terminal, one progress bar for the whole split result, not one per part', async () => {
+    // `script` runs the CLI on a pseudo-terminal (its bar is drawn only on a TTY) and records what it drew.
+    const quote = (a: string) => `'${a.replaceAll("'", "'\\''")}'`;
+    const args = [
+      process.execPath,
+      MAIN,
+      'query',
+      DATASET,
+      ...tickerArgs(TICKERS),
+      '--split-truncated',
+      '--no-cache',
+      '--page-size',
+      '50',
+      '--out',
+      'bar.arrow',
+      '--base-url',
+      emulator.url,
+      '--api-key',
+      KEY,
+    ];
+    const child = spawn('script', ['-qfec', args.map(quote).join(' '), '/dev/null'], {
+      cwd: work,
+      env: { ...process.env, COLUMNS: '160', TERM: 'xterm' },
+    });
+    const run = await finishCli(child);
+    expect(run.code, run.stderr + run.stdout.toString()).toBe(0);
+    // Every frame of the bar: rows so far / the total it counts to.
+    const frames = [...run.stdout.toString().matchAll(/([\d,]+)\/([\d,]+) rows/g)].map((m) => ({
+      rows: Number(m[1]!.replaceAll(',', '')),
+      total: Number(m[2]!.replaceAll(',', '')),
+    }));
+    expect(frames.length).toBeGreaterThan(0);
+    // One total: the split result's (all parts), never a part's own or the truncated whole's cap.
+    expect(new Set(frames.map((f) => f.total))).toEqual(new Set([ALL]));
+    // And it only goes forward: a bar per part would start again from 0.
+    for (let i = 1; i < frames.length; i++)
+      expect(frames[i]!.rows).toBeGreaterThanOrEqual(frames[i - 1]!.rows);
+    expect(tableFromIPC(await readFile(join(work, 'bar.arrow'))).numRows).toBe(ALL);
+  }, 60_000);
 });

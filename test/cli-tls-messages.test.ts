@@ -69,7 +69,7 @@ describe.skipIf(!made)('TLS and protocol mix-ups: one true line, exit 5 (skipped
       'a self-signed certificate',
       () => `https://${httpsUrl}`,
       // The library's ConnectionError (DQS_TLS_UNTRUSTED) names the issuer and the ways to pass a CA.
-      /failed: the certificate of 127\.0\.0\.1:\d+ \(issued by 127\.0\.0\.1\) is not trusted \(DEPTH_ZERO_SELF_SIGNED_CERT\).* --ca-file PATH .*NODE_EXTRA_CA_CERTS/,
+      /failed: the certificate of 127\.0\.0\.1:\d+ \(issued by 127\.0\.0\.1\) is not trusted \(DEPTH_ZERO_SELF_SIGNED_CERT\).* --ca-file PATH, or NODE_EXTRA_CA_CERTS=PATH/,
     ],
     [
       'https:// to a plain http port',

@@ -369,6 +369,50 @@ describe('dqs query: files read by independent tools', () => {
     expect(lines).toHaveLength(total);
     expect((JSON.parse(lines[0]!) as { ticker: string }).ticker).toBe('nasdaq:aapl');
   });
+
+  // Not concurrent with the tests above: its eight runs of dqs would crowd theirs on a two-core machine.
+  it('same rows, same bytes: other page sizes and concurrencies write the same files', async () => {
+    // Issue #47: the batches (row groups) followed the pages, so every run wrote another file.
+    const reads = [
+      ['--page-size', '37', '--concurrency', '7'],
+      ['--concurrency', '1'],
+    ];
+    for (const ext of ['arrow', 'arrows', 'parquet']) {
+      const files: Buffer[] = [];
+      for (const [i, read] of reads.entries()) {
+        const path = join(work, `same-${i}.${ext}`);
+        const run = await dqs([
+          'query',
+          DATASET,
+          ...tickerArgs,
+          '--out',
+          path,
+          '--no-cache',
+          ...read,
+          ...conn(),
+        ]);
+        expect(run.code, run.stderr).toBe(0);
+        files.push(await readFile(path));
+      }
+      expect(files[1]!.equals(files[0]!), ext).toBe(true);
+    }
+    // --batch-size cuts the Arrow file's batches; a Parquet file has row groups instead.
+    const small = await dqs([
+      'query',
+      DATASET,
+      ...tickerArgs,
+      '--out',
+      '-',
+      '--batch-size',
+      '200',
+      ...conn(),
+    ]);
+    expect(small.code, small.stderr).toBe(0);
+    expect(tableFromIPC(small.stdout).batches.map((b) => b.numRows)).toEqual([200, 200, expectedTotal - 400]);
+    const refused = await dqs(['query', DATASET, '--out', 'x.parquet', '--batch-size', '200', ...conn()]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/--batch-size N is for Arrow IPC output/);
+  }, 120_000);
 });
 
 describe('dqs: connection', () => {

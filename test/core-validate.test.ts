@@ -14,20 +14,10 @@ import {
   optionalBoolean,
   optionalInteger,
 } from '../src/core/validate.js';
-import { DatasetClient, InvalidArgumentError } from '../src/index.js';
+import { DatasetClient } from '../src/index.js';
+import { invalidArgumentOf as thrown } from './helpers.js';
 
 const NOWHERE = 'http://127.0.0.1:1';
-
-/** The error `run` throws (synchronously or as a rejection), which must be an InvalidArgumentError. */
-async function thrown(run: () => unknown): Promise<InvalidArgumentError> {
-  try {
-    await run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(InvalidArgumentError);
-    return error as InvalidArgumentError;
-  }
-  throw new Error('expected an InvalidArgumentError, got none');
-}
 
 /** Checks the argument and the whole message: ``Invalid `name`: Expected `name` to be <what>, got <got>``. */
 async function expectMessage(run: () => unknown, argument: string, what: string, got: string) {
@@ -181,9 +171,9 @@ describe('the option checks routed through it', () => {
       '0 (number)',
     );
     await expectMessage(
-      () => first({ datasets: ['job_listings'], tickers: ['nasdaq:aapl'], body: { tickers: [] } }),
+      () => first({ datasets: ['job_listings'], tickers: ['nasdaq:aapl'], body: { tickers: [] } as never }),
       'body',
-      'an object without `tickers` (pass them as `tickers`)',
+      'a rawBody({ … }) of the members to send besides `tickers`',
       '{"tickers":[]} (object)',
     );
   });

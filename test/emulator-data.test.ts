@@ -352,7 +352,7 @@ describe('options', () => {
     [{ pageCacheSize: -1 }, /`pageCacheSize`/],
     [{ fault: 'reset' }, /`fault`.*function/],
     [{ host: '' }, /`host`/],
-    [{ rowcap: 5 }, /`rowcap`.*Unknown/],
+    [{ rowcap: 5 }, /`rowcap`: did you mean `rowCap`\?/],
   ];
   for (const [options, pattern] of invalid) {
     it(`rejects ${JSON.stringify(options)}`, async () => {

@@ -1,18 +1,18 @@
 /** Test helpers: a real emulator on 127.0.0.1:0 and a client pointed at it; both closed after each test. */
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { RecordBatch } from 'apache-arrow';
-import { afterEach } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import { type EmulatorOptions, startEmulator } from '../src/emulator/index.js';
 import {
   DatasetClient,
   type DqsError,
+  InvalidArgumentError,
   NetworkError,
   RateLimitedError,
   type RetryEvent,
   ServerError,
-  toArrowIpc,
 } from '../src/index.js';
+import { ipcEncoder } from '../src/output/ipc-transform.js';
 import type { ClientOptions } from '../src/transport/options.js';
 
 type Emulator = Awaited<ReturnType<typeof startEmulator>>;
@@ -109,12 +109,16 @@ export async function expectRejects<E>(promise: Promise<unknown>, check: (err: E
   throw new Error('expected a rejection');
 }
 
-/** A result stream's batches as Arrow IPC stream bytes (what the decoder parity tests compare). */
+/**
+ * A result stream's batches as Arrow IPC stream bytes, each batch as the stream emitted it (what the
+ * decoder parity tests compare): the raw encoder, not `toArrowIpc()`, which re-cuts batches and rebuilds
+ * dictionaries and so would hide a difference in either.
+ */
 export async function ipcBytes(stream: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  await pipeline(stream, toArrowIpc({ format: 'stream' }), async (bytes: AsyncIterable<Buffer>) => {
-    for await (const b of bytes) chunks.push(b);
-  });
+  const encoder = ipcEncoder('stream');
+  const chunks: Uint8Array[] = [];
+  for await (const batch of stream) chunks.push(...encoder.write(batch as RecordBatch));
+  chunks.push(...encoder.close());
   return Buffer.concat(chunks);
 }
 
@@ -146,4 +150,15 @@ export function loopTurns(): { readonly count: number; readonly times: readonly 
       on = false;
     },
   };
+}
+
+/** The error `run` throws (synchronously or as a rejection), which must be an InvalidArgumentError. */
+export async function invalidArgumentOf(run: () => unknown): Promise<InvalidArgumentError> {
+  try {
+    await run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    return error as InvalidArgumentError;
+  }
+  throw new Error('expected an InvalidArgumentError, got none');
 }

@@ -13,8 +13,9 @@ import { DEFAULT_MAX_BYTES, normalizeCacheOptions } from '../src/cache/options.j
 import { LoopBudget } from '../src/core/loop-budget.js';
 import { ROW_CAP } from '../src/core/wire.js';
 import { DEFAULT_OPTIONS, normalizeOptions } from '../src/emulator/options.js';
-import { AdaptiveConcurrency, INITIAL_LIMIT } from '../src/query/concurrency.js';
-import { TARGET_PAGE_BYTES } from '../src/query/page-plan.js';
+import { DEFAULT_BATCH_SIZE } from '../src/output/fixed-batches.js';
+import { UNMEASURED_LIMIT } from '../src/query/concurrency.js';
+import * as linkConstants from '../src/query/link-constants.js';
 import {
   DEFAULT_MAX_CONCURRENCY,
   DEFAULT_PAGE_SIZE,
@@ -92,6 +93,7 @@ const ACTUAL: Record<string, () => unknown> = {
   'cache/options.ts#maxBytes': () => cache.maxBytes,
   'cache/options.ts#refresh': () => cache.refresh,
   'cache/options.ts#maxAge': () => cache.maxAge,
+  'output/arrow-ipc.ts#batchSize': () => DEFAULT_BATCH_SIZE,
   'query/stream-options.ts#output': () => stream.output,
   'query/stream-options.ts#format': () => stream.format,
   'query/stream-options.ts#pageSize': () => (stream.pageSizeAuto ? 'auto' : stream.pageSize),
@@ -147,10 +149,6 @@ const DESCRIBED: Record<string, () => void> = {
     source('emulator/fault-plan.ts', /options\.trickle\?\.intervalMs, 2,/);
   },
   'output/csv.ts#nullText': () => source('output/csv.ts', /nullText === undefined \? '' :/),
-  'query/concurrency.ts#initial': () => {
-    expect(new AdaptiveConcurrency({}).limit).toBe(INITIAL_LIMIT);
-    expect(INITIAL_LIMIT).toBe(4);
-  },
   'analytics/dataframes.ts#tempDir': () =>
     source('analytics/dataframes.ts', /options\.tempDir \?\? tmpdir\(\)/),
   'cache/options.ts#dir': () => expect(cache.dir).toBe('/home/u/.cache/dqs-client'),
@@ -259,7 +257,29 @@ describe('option defaults', () => {
     expect(ROW_CAP).toBe(500_000);
     expect(DEFAULT_MAX_BYTES).toBe(1024 ** 3);
     expect(DEFAULT_MAX_RESPONSE_BYTES).toBe(256 * 1024 ** 2);
-    expect(INITIAL_LIMIT).toBe(4);
-    expect(TARGET_PAGE_BYTES).toBe(4.5e6);
+    expect(UNMEASURED_LIMIT).toBe(4);
+  });
+
+  it("the link model's constants are the ones docs/performance.md states, every one of them", () => {
+    // The table under "The link model: its constants": | `NAME` | value | ...
+    const doc = readFileSync(join(src, '..', 'docs', 'performance.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('### The link model: its constants'));
+    const rows = [...section.matchAll(/^\| `([A-Z_]+)` \| ([^|]+) \|/gm)].map(
+      (m) => [m[1]!, m[2]!.trim()] as const,
+    );
+    const stated = new Map(rows);
+    const code = Object.entries(linkConstants);
+    expect([...stated.keys()].sort()).toEqual(code.map(([name]) => name).sort());
+    for (const [name, value] of code) {
+      const text = stated
+        .get(name)!
+        .replaceAll(',', '')
+        .replace(/^(\d+(?:\.\d+)?) (KiB|MB|ms|s)$/, (_, n, unit) =>
+          String(Number(n) * ({ KiB: 1024, MB: 1e6, ms: 1, s: 1000 } as Record<string, number>)[unit]!),
+        );
+      expect(Number(text), `${name}: the docs say ${stated.get(name)}`).toBe(value);
+    }
+    // At most ~15 named constants: the model is the rule, not the constants.
+    expect(code.length).toBeLessThanOrEqual(15);
   });
 });

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { inspect } from 'node:util';
 import { MessageReader, type RecordBatch, tableFromIPC } from 'apache-arrow';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { CacheEvent } from '../src/cache/events.js';
@@ -20,6 +21,7 @@ import {
   SplitSchemaError,
   type SplitWarning,
 } from '../src/index.js';
+import type { JUPYTER_DISPLAY } from '../src/query/result-display.js';
 import { ipcBytes, setup } from './helpers.js';
 
 const DATASET = 'store_locations';
@@ -189,6 +191,28 @@ describe('split: true', () => {
         Object.entries(rows.at(-1)!).map(([k, v]) => [k, v instanceof Date ? v.getTime() : v]),
       ),
     );
+  });
+
+  test('the REPL summary and the notebook display list the parts: tickers and rows each', async () => {
+    const { client } = await setup({ rowCap: CAP });
+    const result = await client.query(DATASET, { tickers: TICKERS }, { split: true });
+    const parts = result.parts!;
+    expect(parts.length).toBe(4);
+    const text = inspect(result);
+    expect(text).toContain('read in 4 parts (split: true)');
+    // Each part: its number, its tickers (4 of them: first two, then the last), its rows.
+    for (const [i, p] of parts.entries()) {
+      const line = text.split('\n').find((l) => l.includes(p.tickers.at(-1)!) && l.includes(p.tickers[0]!))!;
+      expect(line, text).toMatch(new RegExp(`^\\s+${i + 1}\\s`));
+      expect(line).toContain(p.total.toLocaleString('en-US'));
+      expect(line).toContain('(4 tickers)');
+    }
+    const html = result[Symbol.for('Jupyter.display') as typeof JUPYTER_DISPLAY]()['text/html'];
+    expect(html).toContain('read in <b>4</b> parts');
+    for (const p of parts) expect(html).toContain(p.total.toLocaleString('en-US'));
+    // A result read as one query shows no parts.
+    const one = await client.query(DATASET, { tickers: TICKERS.slice(0, 2) }, { split: true });
+    expect(inspect(one)).not.toContain('parts');
   });
 
   test('startRow counts across parts; repeated tickers are read once', async () => {

@@ -108,7 +108,8 @@ describe('connection faults', () => {
     expect(err.message).toContain(
       `127.0.0.1:${port} did not answer within 500 ms (UND_ERR_CONNECT_TIMEOUT), connecting directly, no proxy`,
     );
-    expect(err.message).toContain('does a firewall need a proxy (HTTPS_PROXY)');
+    // An http:// service: a proxy for it is set in HTTP_PROXY (HTTPS_PROXY is for https:// ones).
+    expect(err.message).toContain('does a firewall need a proxy (HTTP_PROXY)');
     expect(err.transient).toBe(true);
   });
 
@@ -126,7 +127,7 @@ describe('connection faults', () => {
     const err = await expectRejects<ConnectionError>(c.listDatasets(), () => {});
     expect(err.code).toBe('DQS_PROXY');
     expect(err.message).toContain(
-      `the proxy http://127.0.0.1:${proxyPort} (from proxy) did not answer within 500 ms (UND_ERR_CONNECT_TIMEOUT)`,
+      `the proxy http://127.0.0.1:${proxyPort} (from \`proxy\`) did not answer within 500 ms (UND_ERR_CONNECT_TIMEOUT)`,
     );
   });
 

@@ -21,10 +21,10 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { makeData, RecordBatch, type Schema, Struct, Table, tableToIPC, vectorFromArray } from 'apache-arrow';
 import { MissingPackageError } from '../core/errors.js';
-import { invalid } from '../core/validate.js';
+import { checkKeys, checkObject, invalid, optionKeys } from '../core/validate.js';
 import { withoutDictionaries } from '../output/dictionaries.js';
 import { ownBatch, ownTable } from '../output/own-arrow.js';
-import { type ParquetOptions, toParquet } from '../output/parquet.js';
+import { normalizeParquetOptions, type ParquetOptions, toParquet } from '../output/parquet.js';
 import { RowCounter } from '../output/row-counter.js';
 import { importOptionalPeer } from './optional-peer.js';
 
@@ -79,6 +79,8 @@ function asTable(source: Table | RecordBatch, argument: string): Table {
   throw invalid(argument, 'an apache-arrow Table or RecordBatch', source);
 }
 
+const POLARS_KEYS = optionKeys<ToPolarsOptions>({ polars: true });
+
 /**
  * The table as a Polars DataFrame. Types: Utf8 and the ticker dictionary → String, Float64 → Float64,
  * DateDay → Date, Timestamp(ms, UTC) → Datetime(ms, UTC), Bool → Boolean.
@@ -96,10 +98,11 @@ export async function toPolars<DF = PolarsDataFrameLike>(
   source: Table | RecordBatch,
   options: ToPolarsOptions<DF> = {},
 ): Promise<DF> {
+  checkKeys(checkObject(options, 'options'), POLARS_KEYS, 'options of `toPolars()`');
   const table = asTable(source, 'source');
   const pl = options.polars ?? (await loadPolars<DF>());
-  const batches = (table.batches.length ? table.batches : [emptyBatch(table.schema)]).map(
-    withoutDictionaries,
+  const batches = (table.batches.length ? table.batches : [emptyBatch(table.schema)]).map((b) =>
+    withoutDictionaries(b),
   );
   return pl.readIPC(Buffer.from(tableToIPC(new Table(batches[0]!.schema, batches), 'file')));
 }
@@ -160,6 +163,8 @@ function batchesOf(
   throw invalid('source', 'a Table, a RecordBatch or an (async) iterable of RecordBatches', source);
 }
 
+const DUCKDB_KEYS = optionKeys<ToDuckDBOptions>({ mode: true, tempDir: true, parquet: true, signal: true });
+
 /**
  * Loads Arrow data into a DuckDB table through a temporary Parquet file, and returns the rows loaded.
  * `source` may be a `Table`, a `RecordBatch`, or a stream of batches (`result.stream()`,
@@ -183,10 +188,12 @@ export async function toDuckDB(
   if (typeof tableName !== 'string' || tableName === '') {
     throw invalid('tableName', 'a non-empty string', tableName);
   }
+  checkKeys(checkObject(options, 'options'), DUCKDB_KEYS, 'options of `toDuckDB()`');
   const mode = options.mode ?? 'create';
   if (mode !== 'create' && mode !== 'replace' && mode !== 'append') {
     throw invalid('mode', "'create', 'replace' or 'append'", mode);
   }
+  normalizeParquetOptions(options.parquet ?? {}, 'parquet.');
   const batches = batchesOf(source);
   const dir = await mkdtemp(join(options.tempDir ?? tmpdir(), 'dqs-duckdb-'));
   try {

@@ -18,10 +18,10 @@ import PQueue from 'p-queue';
 import type { DatasetClient } from '../client.js';
 import { abortReason } from '../core/abortable.js';
 import { AbortError } from '../core/errors.js';
-import { checkNonEmptyArray, checkObject, invalid, optionalInteger } from '../core/validate.js';
-import type { QueryBody } from '../core/wire.js';
+import { checkOtherMembers, type RawQueryBody, withTickers } from '../core/raw-body.js';
+import { checkKeys, checkNonEmptyArray, checkObject, optionalInteger, optionKeys } from '../core/validate.js';
 import type { QueryResult } from '../query/query-result.js';
-import { normalizeStreamOptions, type StreamOptions } from '../query/stream-options.js';
+import { normalizeStreamOptions, STREAM_OPTIONS, type StreamOptions } from '../query/stream-options.js';
 import { checkDatasetId, checkTicker } from '../transport/validate.js';
 
 export interface QueryEachOptions {
@@ -29,8 +29,11 @@ export interface QueryEachOptions {
   readonly datasets: readonly string[];
   /** Tickers; one query per (dataset, ticker). */
   readonly tickers: readonly string[];
-  /** Other members of each query's body (not `tickers`). */
-  readonly body?: Omit<QueryBody, 'tickers'>;
+  /**
+   * Members of each query's body the spec does not show (`filters`, …), sent with its ticker:
+   * `rawBody({ … })`, without `tickers`.
+   */
+  readonly body?: RawQueryBody;
   /** Queries at once (minimum 1). Their page requests share the client's adaptive limit. @default 8 */
   readonly concurrency?: number;
   /** Each table's stream options (`types`, `format`, …). */
@@ -50,22 +53,33 @@ interface Pair {
   readonly ticker: string;
 }
 
-function normalize(options: QueryEachOptions): { pairs: Pair[]; concurrency: number } {
-  checkObject(options, 'options');
+const KEYS = optionKeys<QueryEachOptions>({
+  datasets: true,
+  tickers: true,
+  body: true,
+  concurrency: true,
+  stream: true,
+  signal: true,
+});
+const { output: _output, signal: _signal, ...EACH_STREAM_OPTIONS } = STREAM_OPTIONS;
+const STREAM_KEYS = optionKeys<NonNullable<QueryEachOptions['stream']>>(EACH_STREAM_OPTIONS);
+
+function normalize(options: QueryEachOptions): {
+  pairs: Pair[];
+  concurrency: number;
+  body: RawQueryBody | undefined;
+} {
+  checkKeys(checkObject(options, 'options'), KEYS, 'options of `queryEach()`');
   for (const name of ['datasets', 'tickers'] as const) checkNonEmptyArray(options[name], name);
   const datasets = [...new Set(options.datasets.map((d) => checkDatasetId(d, 'datasets')))];
   const tickers = [...new Set(options.tickers.map((t) => checkTicker(t, 'tickers')))];
   const concurrency = optionalInteger(options.concurrency, 'concurrency', 1, 8);
-  if (
-    options.body !== undefined &&
-    (typeof options.body !== 'object' || options.body === null || 'tickers' in options.body)
-  ) {
-    throw invalid('body', 'an object without `tickers` (pass them as `tickers`)', options.body);
-  }
-  normalizeStreamOptions(options.stream ?? {});
+  const body = checkOtherMembers(options.body);
+  normalizeStreamOptions(options.stream ?? {}, STREAM_KEYS, '`queryEach()`', 'stream.');
   return {
     pairs: datasets.flatMap((dataset) => tickers.map((ticker) => ({ dataset, ticker }))),
     concurrency,
+    body,
   };
 }
 
@@ -73,7 +87,7 @@ export async function* queryEach(
   client: DatasetClient,
   options: QueryEachOptions,
 ): AsyncGenerator<QueryEachItem, void, undefined> {
-  const { pairs, concurrency } = normalize(options);
+  const { pairs, concurrency, body } = normalize(options);
   const controller = new AbortController();
   const user = options.signal;
   const onUserAbort = () => controller.abort(abortReason(user!, 'queryEach'));
@@ -104,7 +118,7 @@ export async function* queryEach(
       if (failure || signal.aborted) return;
       running++;
       try {
-        const result = await client.query(dataset, { ...options.body, tickers: [ticker] }, { signal });
+        const result = await client.query(dataset, withTickers(body, [ticker]), { signal });
         const table = await result.toTable({ ...options.stream, signal });
         await new Promise<void>((taken) => {
           ready.push({ item: { dataset, ticker, result, table }, taken });

@@ -23,6 +23,8 @@
  *   page requests together stay within the one limit the client measures, backing off on 429s.
  * - The partition files keep the `ticker` column (the same value as the directory), so a file read on its
  *   own still says whose rows it holds; engines reading with Hive partitioning get one `ticker` column.
+ *   It is a plain string in the files (not the stream's dictionary), the type Hive partitioning infers
+ *   from the path, so that readers that match the two (pyarrow's dataset API) accept the lake.
  * - **Nothing but Parquet files** in the tree once a run is over: no manifest or `_SUCCESS` marker, since
  *   Polars refuses a directory with files of another extension (DuckDB and Spark would cope). The run's
  *   figures are its return value; a skipped partition's row count is read from its Parquet footer.
@@ -42,13 +44,18 @@ import { pipeline } from 'node:stream/promises';
 import PQueue from 'p-queue';
 import type { DatasetClient } from '../client.js';
 import { abortReason } from '../core/abortable.js';
-import { InvalidArgumentError } from '../core/errors.js';
+import { checkOtherMembers, type RawQueryBody, withTickers } from '../core/raw-body.js';
 import { SafeFile } from '../core/safe-file.js';
-import { checkInteger, checkSignal, invalid } from '../core/validate.js';
-import type { QueryBody } from '../core/wire.js';
-import { loadParquetWasm, type ParquetOptions, toParquet } from '../output/parquet.js';
+import { checkInteger, checkKeys, checkObject, checkSignal, invalid, optionKeys } from '../core/validate.js';
+import { plainStringColumns } from '../output/dictionaries.js';
+import {
+  loadParquetWasm,
+  normalizeParquetOptions,
+  type ParquetOptions,
+  toParquet,
+} from '../output/parquet.js';
 import { RowCounter } from '../output/row-counter.js';
-import { normalizeStreamOptions, type StreamOptions } from '../query/stream-options.js';
+import { normalizeStreamOptions, STREAM_OPTIONS, type StreamOptions } from '../query/stream-options.js';
 import { checkDatasetId, checkTicker } from '../transport/validate.js';
 
 /** Options of each partition's result stream. */
@@ -61,8 +68,11 @@ export interface PartitionedExportOptions {
   readonly tickers: readonly string[];
   /** The lake's root: the dataset goes to `<outDir>/dataset=<dataset>/`. Created if missing. */
   readonly outDir: string;
-  /** Other members of each query's body (`filters`, `sorts`…), sent with every ticker. Not `tickers`. */
-  readonly body?: Omit<QueryBody, 'tickers'>;
+  /**
+   * Members of each query's body the spec does not show (`filters`, `sorts`…), sent with every ticker:
+   * `rawBody({ … })`, without `tickers`.
+   */
+  readonly body?: RawQueryBody;
   /** Queries (partitions) at once (minimum 1); their page requests share the client's adaptive limit. @default 8 */
   readonly concurrency?: number;
   /** Each partition's stream: `pageSize`, `concurrency` (page requests per query), `format`, `types`… */
@@ -118,6 +128,14 @@ export interface PartitionedExportResult {
   readonly bytesWritten: number;
 }
 
+/**
+ * The columns a partition's path names. A file's own column of that name is written as a plain string:
+ * what Hive partitioning infers from the path. pyarrow's dataset reader refused the lake while the files
+ * kept the stream's Dictionary<Utf8> ticker ("ticker has incompatible types: dictionary vs string");
+ * DuckDB, Polars and pandas read either.
+ */
+export const PARTITION_COLUMNS: ReadonlySet<string> = new Set(['dataset', 'ticker']);
+
 /** The file in each partition directory. */
 export const PARTITION_FILE = 'part-0.parquet';
 
@@ -158,7 +176,7 @@ interface Normalized {
   readonly dataset: string;
   readonly tickers: readonly string[];
   readonly outDir: string;
-  readonly body: Omit<QueryBody, 'tickers'>;
+  readonly body: RawQueryBody | undefined;
   readonly concurrency: number;
   readonly stream: PartitionStreamOptions;
   readonly parquet: ParquetOptions;
@@ -166,10 +184,24 @@ interface Normalized {
   readonly onProgress: ((event: PartitionProgress) => void) | undefined;
 }
 
+const KEYS = optionKeys<PartitionedExportOptions>({
+  dataset: true,
+  tickers: true,
+  outDir: true,
+  body: true,
+  concurrency: true,
+  stream: true,
+  parquet: true,
+  overwrite: true,
+  signal: true,
+  onPartition: true,
+  onProgress: true,
+});
+const { output: _output, signal: _signal, startRow: _startRow, ...PARTITION_STREAM_OPTIONS } = STREAM_OPTIONS;
+const STREAM_KEYS = optionKeys<PartitionStreamOptions>(PARTITION_STREAM_OPTIONS);
+
 function normalize(options: PartitionedExportOptions): Normalized {
-  if (typeof options !== 'object' || options === null) {
-    throw invalid('options', 'an object', options);
-  }
+  checkKeys(checkObject(options, 'options'), KEYS, 'options of `exportPartitioned()`');
   const dataset = checkDatasetId(options.dataset, 'dataset');
   if (!Array.isArray(options.tickers) || options.tickers.length === 0) {
     throw invalid('tickers', 'a non-empty array of tickers (one partition each)', options.tickers);
@@ -178,18 +210,13 @@ function normalize(options: PartitionedExportOptions): Normalized {
   if (typeof options.outDir !== 'string' || options.outDir === '') {
     throw invalid('outDir', 'a directory path', options.outDir);
   }
-  const body = options.body ?? {};
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw invalid('body', 'an object', body);
-  }
-  if ('tickers' in body) {
-    throw new InvalidArgumentError('body', 'Expected no `tickers` in `body`: pass them as `tickers`');
-  }
+  const body = checkOtherMembers(options.body);
   const concurrency = checkInteger(options.concurrency ?? 8, 'concurrency', 1);
   const stream = options.stream ?? {};
   // Validated now, so a bad page size fails before any partition is touched.
-  normalizeStreamOptions(stream);
+  normalizeStreamOptions(stream, STREAM_KEYS, '`exportPartitioned()`', 'stream.');
   checkSignal(options.signal);
+  normalizeParquetOptions(options.parquet ?? {}, 'parquet.');
   return {
     dataset,
     tickers,
@@ -294,15 +321,17 @@ async function exportPartition(
   await mkdir(dir, { recursive: true });
   const file = await SafeFile.create(path);
   try {
-    const stream = client.stream(
-      opts.dataset,
-      { ...opts.body, tickers: [ticker] },
-      { ...opts.stream, signal },
-    );
+    const stream = client.stream(opts.dataset, withTickers(opts.body, [ticker]), { ...opts.stream, signal });
     const onProgress = opts.onProgress;
     if (onProgress) stream.on('progress', (e) => onProgress({ ticker, rows: e.rows, total: e.total }));
     const counter = new RowCounter();
-    await pipeline(stream, counter, toParquet(opts.parquet), file.stream);
+    await pipeline(
+      stream,
+      counter,
+      plainStringColumns(PARTITION_COLUMNS),
+      toParquet(opts.parquet),
+      file.stream,
+    );
     const bytes = await file.commit();
     const source = stream.source;
     return {

@@ -17,7 +17,7 @@
  */
 import { inspect } from 'node:util';
 import { type RecordBatch, Schema, type Table } from 'apache-arrow';
-import { checkInteger, invalid } from '../core/validate.js';
+import { checkInteger, checkKeys, checkObject, invalid, optionKeys } from '../core/validate.js';
 import type { FieldDescriptor } from '../core/wire.js';
 import { type Cell, cellReaders } from '../output/cells.js';
 import {
@@ -70,6 +70,22 @@ interface NormalizedPreviewOptions {
   readonly rows: number;
   readonly maxStringLength: number;
 }
+
+const SHOWN = { rows: true, maxStringLength: true } as const satisfies {
+  readonly [K in keyof Required<PreviewOptions>]: true;
+};
+const READ = {
+  types: true,
+  format: true,
+  onInvalid: true,
+  signal: true,
+  timeoutMs: true,
+} as const satisfies {
+  readonly [K in keyof Required<PreviewReadOptions>]: true;
+};
+const TABLE_KEYS = optionKeys<PreviewOptions>(SHOWN);
+const RESULT_KEYS = optionKeys<PreviewOptions & PreviewReadOptions>({ ...SHOWN, ...READ });
+const DISPLAY_KEYS = optionKeys<DisplayOptions>({ ...SHOWN, ...READ, tslab: true });
 
 function normalizePreviewOptions(options: PreviewOptions): NormalizedPreviewOptions {
   const rows = checkInteger(options.rows ?? 10, 'rows', 0);
@@ -281,8 +297,14 @@ export function preview(
   source: Table | RecordBatch | PreviewableResult,
   options: PreviewOptions & PreviewReadOptions = {},
 ): Preview | Promise<Preview> {
+  const result = isResult(source);
+  checkKeys(
+    checkObject(options, 'options'),
+    result ? RESULT_KEYS : TABLE_KEYS,
+    result ? 'options of `preview()` of a query result' : 'options of `preview()` of a table',
+  );
   const normalized = normalizePreviewOptions(options);
-  if (isResult(source)) {
+  if (result) {
     const { rows: _rows, maxStringLength: _max, ...read } = options;
     return resultPreview(source, normalized, read);
   }
@@ -341,6 +363,7 @@ export async function display(
   value: Table | RecordBatch | PreviewableResult | Preview,
   options: DisplayOptions = {},
 ): Promise<void> {
+  checkKeys(checkObject(options, 'options'), DISPLAY_KEYS, 'options of `display()`');
   const { tslab: given, ...previewOptions } = options;
   const p =
     value instanceof Preview

@@ -6,7 +6,7 @@
  * row 1 stores nothing).
  */
 import { RecordBatch } from 'apache-arrow';
-import type { ColumnKind } from '../convert/index.js';
+import type { Chunk, ColumnKind } from '../convert/index.js';
 import { ProtocolError } from '../core/errors.js';
 import type {
   LocalMark,
@@ -98,25 +98,42 @@ export class CachedRows implements LocalRows {
   }
 
   /**
-   * Rows from the service, no entry filled: the page engine (`undefined`), or a split result's parts
-   * (its own `local`), or, for a hit on a split entry, the parts read anew (the entry's query id is the
-   * whole list's, whose pages are truncated).
+   * Rows from the service, no entry filled: the page engine (`undefined`: it reads a split result's
+   * parts too), or, for a hit on a split entry, the parts read anew (the entry's query id is the whole
+   * list's, whose pages are truncated).
    */
   #direct(ctx: LocalReadContext): AsyncIterable<LocalStep> | undefined {
     const { source, entry } = this.#init;
-    if (source.local) return source.local.open(ctx);
-    return entry?.split ? this.#splitAgain(ctx) : undefined;
+    return entry?.split && !source.parts ? this.#splitAgain(ctx) : undefined;
   }
 
   async *#splitAgain(ctx: LocalReadContext): AsyncGenerator<LocalStep> {
     const fresh = await this.#init.refetch(ctx.signal);
-    const steps = sameResult(this.#init.source, fresh) ? fresh.local?.open(ctx) : undefined;
-    if (!steps) {
+    if (!sameResult(this.#init.source, fresh) || !fresh.parts) {
       throw new ProtocolError(
         "the service's result is no longer the one the cached split result held (total, truncation or columns changed): run the query again",
       );
     }
-    yield* steps;
+    // With the stream's own options (row objects, other value types): nothing of it is stored.
+    const inner = new ResultStream(async () => fresh, {
+      ...ctx.options,
+      onTruncated: 'warn',
+      signal: ctx.signal,
+    });
+    inner.on('retry', ctx.retry);
+    const marks: LocalMark[] = [];
+    const offset = ctx.options.startRow;
+    inner.on('progress', (e) => {
+      marks.push({ end: offset + e.rows, pages: e.pages, bytes: e.bytes, source: 'service' });
+    });
+    try {
+      for await (const chunk of inner) {
+        const out: Chunk = chunk instanceof RecordBatch ? new RecordBatch(ctx.schema, chunk.data) : chunk;
+        yield { chunks: [out], marks: marks.splice(0) };
+      }
+    } finally {
+      if (!inner.destroyed) inner.destroy();
+    }
   }
 
   async *#serve(ctx: LocalReadContext, entry: EntryHeader): AsyncGenerator<LocalStep> {

@@ -4,7 +4,15 @@
  */
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import { checkNumber, checkObject, invalid, optionalBoolean, optionalInteger } from '../core/validate.js';
+import {
+  checkKeys,
+  checkNumber,
+  checkObject,
+  invalid,
+  optionalBoolean,
+  optionalInteger,
+  optionKeys,
+} from '../core/validate.js';
 
 export interface CacheOptions {
   /**
@@ -65,6 +73,8 @@ export function defaultCacheDir(
 }
 
 /** `undefined` when the cache is off (`undefined` or `false`). */
+const CACHE_KEYS = optionKeys<CacheOptions>({ dir: true, maxAge: true, maxBytes: true, refresh: true });
+
 export function normalizeCacheOptions(
   option: boolean | CacheOptions | undefined,
   env: NodeJS.ProcessEnv = process.env,
@@ -72,6 +82,7 @@ export function normalizeCacheOptions(
   if (option === undefined || option === false) return undefined;
   const o: CacheOptions =
     option === true ? {} : checkObject(option, 'cache', 'a boolean or { dir, maxAge, maxBytes, refresh }');
+  checkKeys(o, CACHE_KEYS, '`cache` options', 'cache.');
   let dir = o.dir;
   if (dir !== undefined && (typeof dir !== 'string' || !isAbsolute(dir))) {
     throw invalid('cache.dir', 'an absolute path', dir);

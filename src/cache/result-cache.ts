@@ -5,7 +5,7 @@
  * the descriptors, the total and the truncation headers), unless `maxAge` allows it without asking. Any
  * difference, or a query still running, means the result is read from the service and the entry replaced.
  */
-import type { QueryBody, QueryHandle } from '../core/wire.js';
+import type { QueryHandle, WireBody } from '../core/wire.js';
 import { parseTablePage } from '../decode/table-json.js';
 import type { ResultSource } from '../query/result-source.js';
 import type { RequestScheduler } from '../query/scheduler.js';
@@ -29,7 +29,7 @@ import { trustCacheDir, UnsafeCache } from './trust.js';
 export interface CachedQuery {
   readonly client: EndpointClient;
   readonly datasetId: string;
-  readonly body: QueryBody;
+  readonly body: WireBody;
   /**
    * `split: true`: the entry is another one than the unsplit result's (its key says so), and holds the
    * rows of every part; it is validated against the whole list's query, which the service truncates.
@@ -180,7 +180,7 @@ export class ResultCache {
     const maxAge = this.options.maxAge;
     if (maxAge !== undefined && Date.now() - entry.fetchedAt <= maxAge) return fromEntry(false);
 
-    const handle = await client.createQuery(datasetId, q.body, { signal: q.signal });
+    const handle = await client.postQuery(datasetId, q.body, { signal: q.signal });
     const reason =
       handleDiffers(handle, entry) ?? (await this.#pageDiffers(client, datasetId, handle, entry, q.signal));
     if (reason === undefined) return fromEntry(true);

@@ -47,9 +47,14 @@ export function fileFormatOf(out: string, as: FileFormat | undefined): FileForma
  * The stages from RecordBatches to the file's bytes, loaded on demand (apache-arrow and the Parquet
  * WebAssembly take a noticeable part of a second to load; `--help` and the listing commands skip that).
  * Arrow IPC gets plain strings instead of the ticker dictionary: the result's dictionary grows, which makes
- * delta dictionaries, and Polars cannot read those.
+ * delta dictionaries, and Polars cannot read those. Every writer cuts its own batches (row groups), so
+ * the bytes depend on the rows alone, not on how they were read.
  */
-export async function writerFor(format: FileFormat, csv: { nullText?: string } = {}): Promise<Duplex[]> {
+export async function writerFor(
+  format: FileFormat,
+  options: { readonly nullText?: string; readonly batchSize?: number } = {},
+): Promise<Duplex[]> {
+  const { nullText, batchSize } = options;
   switch (format) {
     case 'arrow':
     case 'arrows': {
@@ -57,12 +62,18 @@ export async function writerFor(format: FileFormat, csv: { nullText?: string } =
         import('../output/dictionaries.js'),
         import('../output/arrow-ipc.js'),
       ]);
-      return [decodeDictionaries(), toArrowIpc({ format: format === 'arrow' ? 'file' : 'stream' })];
+      return [
+        decodeDictionaries(),
+        toArrowIpc({
+          format: format === 'arrow' ? 'file' : 'stream',
+          ...(batchSize === undefined ? {} : { batchSize }),
+        }),
+      ];
     }
     case 'parquet':
       return [(await import('../output/parquet.js')).toParquet()];
     case 'csv':
-      return [(await import('../output/csv.js')).toCsv(csv)];
+      return [(await import('../output/csv.js')).toCsv(nullText === undefined ? {} : { nullText })];
     case 'jsonl':
       return [(await import('../output/jsonl.js')).toJsonl()];
   }

@@ -58,3 +58,33 @@ export function onInterrupt(): InterruptHandle {
     },
   };
 }
+
+/**
+ * How long a broken pipe waits for an interrupt before it is reported as one. Ctrl-C in a terminal
+ * stops the whole pipeline (`dqs query … --out - | head`): the reader's end closes as this process is
+ * told to stop, and a write can fail with EPIPE a moment before the signal is handled here. The user
+ * interrupted (130), not the reader (7).
+ */
+export const INTERRUPT_GRACE_MS = 100;
+
+/** Whether `err` (or an error it wraps) is a write to a pipe whose reader is gone. */
+export function isBrokenPipe(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if ((e as NodeJS.ErrnoException).code === 'EPIPE') return true;
+  }
+  return false;
+}
+
+/** Resolves once `signal` aborts or `ms` have passed, whichever comes first: whether it aborted. */
+export function abortedWithin(signal: AbortSignal, ms: number): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve(signal.aborted);
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

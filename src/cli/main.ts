@@ -6,7 +6,13 @@
 import { setMaxListeners } from 'node:events';
 import { systemReason } from './errors.js';
 import { ExitCode } from './exit-codes.js';
-import { onInterrupt } from './interrupt.js';
+import {
+  abortedWithin,
+  INTERRUPT_GRACE_MS,
+  type InterruptHandle,
+  isBrokenPipe,
+  onInterrupt,
+} from './interrupt.js';
 import { isSupervised, shouldSupervise, supervise } from './serve-process.js';
 
 // stdout failing (a full device, a reader that went away: `dqs datasets | head -1`) is a local fault:
@@ -15,8 +21,17 @@ import { isSupervised, shouldSupervise, supervise } from './serve-process.js';
 // whichever comes first ends the process, with one line either way.
 // Not an abort, though: Ctrl-C (or SIGTERM) aborts a `--out -` pipeline, which destroys stdout with an
 // AbortError. That is the interrupt, not a write failure, and the command reports it (130/143).
-process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+// Nor a pipe the interrupt closed: Ctrl-C in a terminal stops the reader too (`… --out - | head`), and
+// a write can fail with EPIPE a moment before this process handles its own signal. A broken pipe waits
+// a little for the interrupt (interrupt.ts); once it has come, the command reports it. A command that
+// ended meanwhile with a failure has reported it.
+let interrupt: InterruptHandle | undefined;
+process.stdout.on('error', async (err: NodeJS.ErrnoException) => {
   if (err.name === 'AbortError') return;
+  if (interrupt && (await abortedWithin(interrupt.signal, isBrokenPipe(err) ? INTERRUPT_GRACE_MS : 0)))
+    return;
+  const code = Number(process.exitCode ?? ExitCode.ok);
+  if (code !== ExitCode.ok) process.exit(code);
   process.stderr.write(`dqs: cannot write stdout: ${systemReason(err)}.\n`);
   process.exit(ExitCode.local);
 });
@@ -30,7 +45,7 @@ async function run(): Promise<number> {
   if (shouldSupervise(process.argv.slice(2), process.env)) return supervise();
   // The handlers first, the commands after: a Ctrl-C while the commands' modules load (a few hundred ms
   // on a busy machine) killed the process by the default action, exit 130 without the "interrupted" line.
-  const interrupt = onInterrupt();
+  interrupt = onInterrupt();
   const { runCli } = await import('./run.js');
   const exitCode = await runCli(
     process.argv.slice(2),

@@ -4,8 +4,16 @@
  */
 import { inspect } from 'node:util';
 import { escapeControls } from '../core/control-chars.js';
-import { ConnectionError, DqsError, HttpError, NetworkError, TimeoutError } from '../core/errors.js';
+import {
+  ConnectionError,
+  DqsError,
+  HttpError,
+  InvalidArgumentError,
+  NetworkError,
+  TimeoutError,
+} from '../core/errors.js';
 import { redactSecrets } from '../core/redact.js';
+import type { ProxyChoice } from '../transport/proxy.js';
 import { Interrupted, isSystemError, LocalError, systemReason, UsageError } from './errors.js';
 import { ExitCode, type ExitCodeValue, exitCodeOf } from './exit-codes.js';
 import { connectionReason } from './tls-reasons.js';
@@ -35,6 +43,30 @@ export interface Report {
  */
 export function redact(text: string, secrets: readonly string[]): string {
   return redactSecrets(text, secrets);
+}
+
+/**
+ * The library names settings as its options (`` `baseUrl` ``, `` `ca` ``); the CLI's lines name its flags
+ * instead, so that the advice is something a `dqs` user can type. The environment's variables are the
+ * same for both and stay.
+ */
+const CLI_TERMS: readonly (readonly [option: string, flag: string])[] = [
+  ['`baseUrl`', '--base-url'],
+  ['`apiKey`', '--api-key'],
+  ['`ca`', '--ca-file PATH'],
+  ['`proxy`', '--proxy'],
+  ['`allowInsecureHttp: true`', '--allow-insecure-http'],
+  ['`timeoutMs`', '--timeout SECONDS'],
+];
+
+/** A message of the library (not the service's words) with its option names as the CLI's flags. */
+export function inCliTerms(text: string): string {
+  return CLI_TERMS.reduce((out, [option, flag]) => out.replaceAll(option, flag), text);
+}
+
+/** Where the proxy in use was set, as a `dqs` user set it: `--proxy`, or the variable (`HTTP_PROXY`…). */
+export function proxyFlagOrVariable(proxy: ProxyChoice): string {
+  return proxy.source === 'proxy' ? '--proxy' : proxy.source;
 }
 
 /** `--name`, when the failed command takes it. */
@@ -129,6 +161,8 @@ function whatFailed(err: DqsError, ctx: ReportContext): string {
     const server = err.serverMessage ? `: ${err.serverMessage}` : '';
     return `${err.status} from the service (${err.method} ${err.url})${server}`;
   }
+  // Composed by the library alone (no words of the service in them): its option names become flags.
+  if (err instanceof ConnectionError || err instanceof InvalidArgumentError) return inCliTerms(err.message);
   return err.message;
 }
 

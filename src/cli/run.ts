@@ -4,6 +4,7 @@
  * always closes the connection (and with it the embedded emulator).
  */
 import { escapeControls } from '../core/control-chars.js';
+import { withoutCredentials } from '../core/redact.js';
 import { VERSION } from '../core/version.js';
 import { COMMON_OPTIONS, CONNECTION_OPTIONS, flag, parse } from './args.js';
 import type { CliIo, Command, CommandContext } from './command.js';
@@ -18,6 +19,7 @@ import {
 import { UsageError } from './errors.js';
 import { ExitCode } from './exit-codes.js';
 import { commandHelp, mainHelp } from './help.js';
+import { abortedWithin, INTERRUPT_GRACE_MS, isBrokenPipe } from './interrupt.js';
 import { debugText, redact, report } from './report.js';
 
 function write(stream: NodeJS.WriteStream, text: string): void {
@@ -119,14 +121,17 @@ export async function runCli(argv: readonly string[], io: CliIo, signal: AbortSi
     };
     ctx.debug(
       settings.kind === 'service'
-        ? `service ${settings.baseUrl}, API key ${settings.apiKey ? 'set' : 'not set'}`
+        ? // Before the library refuses a base URL with credentials in it: never shown, even here.
+          `service ${withoutCredentials(settings.baseUrl)}, API key ${settings.apiKey ? 'set' : 'not set'}`
         : 'no service address: embedded emulator',
     );
     // A signal that came while this process was starting: stop before any work, as any later one would.
     signal.throwIfAborted();
     return await command.run(args, ctx);
   } catch (err) {
-    // A command interrupted mid-flight fails with whatever the abort caused; the signal says why.
+    // A command interrupted mid-flight fails with whatever the abort caused; the signal says why. A
+    // broken pipe may be the interrupt's doing, a moment before this process handles it (interrupt.ts).
+    if (isBrokenPipe(err)) await abortedWithin(signal, INTERRUPT_GRACE_MS);
     const cause = signal.aborted ? signal.reason : err;
     const { exitCode, line } = report(cause, {
       command: command?.name,

@@ -2,8 +2,9 @@
  * Re-slicing batches to a fixed row count, independent of the page size they were built from (measured
  * before this repository: many small batches slow IPC writing; re-batch to fewer, larger ones for export). Larger batches are
  * sliced (zero-copy); pieces of several batches are concatenated by copying their buffers into one
- * contiguous batch. Supports the types `RecordBatchBuilder` produces (Float64, DateDay, Timestamp,
- * Bool, Utf8, Dictionary<Utf8, Int32>).
+ * contiguous batch. Supports the types `RecordBatchBuilder` produces (Float64, Int64 with
+ * `bigNumbers: 'bigint'`, DateDay, Timestamp, Bool, Utf8, Dictionary<Utf8, Int32>), and the other
+ * fixed-width numbers.
  */
 
 import {
@@ -50,11 +51,18 @@ export async function* rebatchAsync(
   if (rest) yield rest;
 }
 
-/** Rows gathered into batches of exactly `batchSize`; `rest()` gives the last, shorter one. */
+/**
+ * Rows gathered into batches of exactly `batchSize`; `rest()` gives the last, shorter one. `copy`: every
+ * batch out is a fresh contiguous copy, even one that is a slice of a single batch in (a slice keeps its
+ * source's buffers, whose bits past the slice then reach the IPC bytes).
+ */
 export class Pending {
   #pieces: RecordBatch[] = [];
   #rows = 0;
-  constructor(readonly batchSize: number) {}
+  constructor(
+    readonly batchSize: number,
+    readonly copy = false,
+  ) {}
 
   *add(batch: RecordBatch): Generator<RecordBatch> {
     let offset = 0;
@@ -75,7 +83,7 @@ export class Pending {
     const pieces = this.#pieces;
     this.#pieces = [];
     this.#rows = 0;
-    return pieces.length === 1 ? pieces[0]! : concatBatches(pieces);
+    return pieces.length === 1 && !this.copy ? pieces[0]! : concatBatches(pieces);
   }
 }
 
@@ -116,7 +124,7 @@ function concatData(name: string, pieces: readonly Data[], length: number): Data
     const data = concatFixed(pieces, length) as Int32Array;
     return makeData({ type, length, nullCount, nullBitmap, data, dictionary });
   }
-  if (DataType.isFloat(type) || DataType.isDate(type) || DataType.isTimestamp(type)) {
+  if (DataType.isFloat(type) || DataType.isInt(type) || DataType.isDate(type) || DataType.isTimestamp(type)) {
     return makeData({ type, length, nullCount, nullBitmap, data: concatFixed(pieces, length) } as never);
   }
   throw new InvalidArgumentError(
@@ -125,7 +133,7 @@ function concatData(name: string, pieces: readonly Data[], length: number): Data
   );
 }
 
-type FixedArray = Float64Array | Int32Array | BigInt64Array;
+type FixedArray = Float64Array | Float32Array | Int32Array | BigInt64Array;
 
 /** Fixed-width values: sliced Data already starts its `values` at its first row. */
 function concatFixed(pieces: readonly Data[], length: number): FixedArray {
@@ -147,7 +155,8 @@ function concatUtf8(
   let bytes = 0;
   for (const p of pieces) bytes += p.valueOffsets[p.length]! - p.valueOffsets[0]!;
   const valueOffsets = new Int32Array(length + 1);
-  const data = new Uint8Array(bytes);
+  // Not zeroed first: every byte is written below (the strings are most of an export's bytes).
+  const data = Buffer.allocUnsafe(bytes);
   let row = 0;
   let pos = 0;
   for (const p of pieces) {
@@ -170,19 +179,46 @@ function concatValidity(
   const bitmap = new Uint8Array((length + 7) >> 3);
   let at = 0;
   for (const p of pieces) {
-    if (p.nullCount === 0) {
-      for (let i = 0; i < p.length; i++, at++) bitmap[at >> 3]! |= 1 << (at & 7);
-    } else at = copyBits(p.nullBitmap!, p.offset, p.length, bitmap, at);
+    at =
+      p.nullCount === 0
+        ? setBits(bitmap, at, p.length)
+        : copyBits(p.nullBitmap!, p.offset, p.length, bitmap, at);
   }
   return { nullCount, nullBitmap: bitmap };
 }
 
+/**
+ * Copies `count` bits of `src` from bit `from` into the zeroed `dst` at bit `at`; returns `at + count`.
+ * Bit by bit up to a byte of `dst`, then a whole byte of it per step (the export re-cuts every batch,
+ * and bit by bit was most of that time for columns with nulls).
+ */
 function copyBits(src: Uint8Array, from: number, count: number, dst: Uint8Array, at: number): number {
-  for (let i = 0; i < count; i++, at++) {
-    const bit = from + i;
-    if (src[bit >> 3]! & (1 << (bit & 7))) dst[at >> 3]! |= 1 << (at & 7);
+  let i = 0;
+  for (; i < count && ((at + i) & 7) !== 0; i++) copyBit(src, from + i, dst, at + i);
+  const shift = (from + i) & 7;
+  for (; i + 8 <= count; i += 8) {
+    const s = (from + i) >> 3;
+    dst[(at + i) >> 3] =
+      shift === 0 ? src[s]! : ((src[s]! >> shift) | ((src[s + 1] ?? 0) << (8 - shift))) & 0xff;
   }
-  return at;
+  for (; i < count; i++) copyBit(src, from + i, dst, at + i);
+  return at + count;
+}
+
+function copyBit(src: Uint8Array, bit: number, dst: Uint8Array, at: number): void {
+  if (src[bit >> 3]! & (1 << (bit & 7))) dst[at >> 3]! |= 1 << (at & 7);
+}
+
+/** Sets `count` bits of the zeroed `dst` from bit `at`; returns `at + count`. */
+function setBits(dst: Uint8Array, at: number, count: number): number {
+  const end = at + count;
+  for (; at < end && (at & 7) !== 0; at++) dst[at >> 3]! |= 1 << (at & 7);
+  if (end - at >= 8) {
+    dst.fill(0xff, at >> 3, end >> 3);
+    at = end & ~7;
+  }
+  for (; at < end; at++) dst[at >> 3]! |= 1 << (at & 7);
+  return end;
 }
 
 /**

@@ -159,3 +159,19 @@ export function redactError(err: unknown, depth = 0): void {
   }
   redactError(err.cause, depth + 1);
 }
+
+/**
+ * A URL as messages show it: its user and password (`http://user:pass@host/`) masked as `***`, the rest
+ * as given. Text that does not parse as a URL gets the same treatment by its shape, `//…@`.
+ */
+export function withoutCredentials(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (!parsed.username && !parsed.password) return url;
+    parsed.username = MASK;
+    parsed.password = '';
+    return parsed.href;
+  } catch {
+    return url.replace(/\/\/[^/?#@\s]*@/, `//${MASK}@`);
+  }
+}

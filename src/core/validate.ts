@@ -120,3 +120,64 @@ export function invalidSecret(argument: string, what: string, value: unknown): I
     `Expected \`${argument}\` to be ${what}, got a value not shown (${type})`,
   );
 }
+
+/**
+ * The option names of `T`, each given as `true`: the compiler fails when `T` gains an option the list
+ * lacks or the list names one `T` does not have, so a check of unknown keys cannot fall behind the type.
+ *
+ * @example const KNOWN = optionKeys<CsvOptions>({ header: true, nullText: true });
+ */
+export function optionKeys<T extends object>(
+  keys: { readonly [K in keyof Required<T>]: true },
+): ReadonlySet<string> {
+  return new Set(Object.keys(keys));
+}
+
+/**
+ * Refuses every key of `options` that is not in `known` (a typo such as `pagesize` would otherwise be
+ * ignored silently: the option left at its default), naming the closest known one. `where` says whose
+ * options they are ("`client.stream()` options"); `prefix` is the path of nested options (`retry.`).
+ */
+export function checkKeys(options: object, known: ReadonlySet<string>, where: string, prefix = ''): void {
+  for (const key of Object.keys(options)) {
+    if (known.has(key)) continue;
+    const near = closest(key, known);
+    throw new InvalidArgumentError(
+      `${prefix}${key}`,
+      near === undefined
+        ? `not one of the ${where} (${[...known].map((k) => `\`${k}\``).join(', ')})`
+        : `did you mean \`${prefix}${near}\`? (not one of the ${where})`,
+    );
+  }
+}
+
+/** The known name nearest to `key` (ignoring case), when it is near enough to be what was meant. */
+export function closest(key: string, known: Iterable<string>): string | undefined {
+  const typed = key.toLowerCase();
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(typed.length / 3)) + 1;
+  for (const name of known) {
+    const d = editDistance(typed, name.toLowerCase());
+    if (d < bestDistance) {
+      best = name;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+/** Edits (insert, delete, replace, swap of neighbours) from `a` to `b`: optimal string alignment. */
+function editDistance(a: string, b: string): number {
+  const rows: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i]);
+  for (let j = 1; j <= b.length; j++) rows[0]![j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d = Math.min(d, rows[i - 2]![j - 2]! + 1);
+      rows[i]![j] = d;
+    }
+  }
+  return rows[a.length]![b.length]!;
+}

@@ -73,15 +73,24 @@ export interface TickerEntry {
   entities: Entity[];
 }
 
-/** The body of `POST /datasets/<id>/query/`. Members beyond `tickers` are passed through as given. */
+/**
+ * The body of `POST /datasets/<id>/query/` as the spec shows it: `tickers`, nothing else. Any other member
+ * is refused (`InvalidArgumentError`), since a misspelt one (`ticker`) would otherwise be sent, ignored by
+ * the service, and query the whole dataset. Members the spec does not show (`filters`, `sorts`, …) are
+ * sent on purpose with `rawBody({ … })`.
+ */
 export interface QueryBody {
-  tickers?: string[];
-  filters?: unknown;
-  sorts?: unknown;
-  groups?: unknown;
-  aggregations?: unknown;
-  functions?: unknown;
-  [member: string]: unknown;
+  /** Only the rows of these tickers, `<market>:<identifier>`. Omitted or empty: every row. */
+  readonly tickers?: readonly string[];
+}
+
+/**
+ * A query body as it goes on the wire: `tickers`, and whatever members a `rawBody()` carries. What the
+ * library passes around once the caller's body was checked (and what the emulator receives).
+ */
+export interface WireBody {
+  readonly tickers?: readonly string[];
+  readonly [member: string]: unknown;
 }
 
 /** The response of query creation. */

@@ -168,7 +168,7 @@ export const FORMATS = {
     fast(plan) {
       const decoder = new FastCsvDecoder(plan);
       // Bodies read into buffers of the decoder's (which copies what it keeps): read so, a body is taken
-      // from its socket at most 256 kB a turn (query/read-turns.ts), and pages reuse the buffers.
+      // from its socket at most 256 kB a turn (core/loop-budget.ts), and pages reuse the buffers.
       const bodies = new BodyBuffers();
       return {
         *decode(body, where) {

@@ -3,6 +3,7 @@
  * decoded output against. Same inputs as the server, same rows, byte for byte once serialized.
  */
 import { InvalidArgumentError } from '../core/errors.js';
+import { checkKeys, optionKeys } from '../core/validate.js';
 import { type FieldDescriptor, MediaType, type QueryBody, type WireValue } from '../core/wire.js';
 import { DATASETS, type DatasetDefinition, datasetById } from './datasets/index.js';
 import { DEFAULT_OPTIONS } from './options.js';
@@ -14,6 +15,8 @@ export interface DataOptions {
   readonly seed?: number;
   readonly rowCap?: number;
 }
+
+const DATA_KEYS = optionKeys<DataOptions>({ seed: true, rowCap: true });
 
 /** What a query will report, as the emulator computes it. */
 export interface QueryInfo {
@@ -67,6 +70,7 @@ function plan(
   const ds = dataset(datasetId);
   const checked = checkQueryBody(body);
   if (!checked.ok) throw new InvalidArgumentError('body', checked.message);
+  checkKeys(options, DATA_KEYS, 'data options (`seed`, `rowCap`)');
   const seed = integerOption('seed', options.seed, DEFAULT_OPTIONS.seed, 0, 0xffffffff);
   const rowCap = integerOption('rowCap', options.rowCap, DEFAULT_OPTIONS.rowCap, 1, Number.MAX_SAFE_INTEGER);
   return {

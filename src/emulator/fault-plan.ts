@@ -13,6 +13,7 @@
  * expect(retries).toBe(plan.failures);
  */
 import { InvalidArgumentError } from '../core/errors.js';
+import { checkKeys, optionKeys } from '../core/validate.js';
 import type { Fault, FaultContext, FaultHook } from './faults.js';
 import { describeValue } from './messages.js';
 import { hash2 } from './random.js';
@@ -147,8 +148,21 @@ function checkKind(name: string, value: unknown): FaultKind {
 }
 
 /** Builds a seeded, reproducible fault plan to pass as `startEmulator({ fault: plan })`. */
+const KEYS = optionKeys<FaultPlanOptions>({
+  seed: true,
+  rate: true,
+  kinds: true,
+  only: true,
+  at: true,
+  latencyMs: true,
+  retryAfter: true,
+  trickle: true,
+  cutMaxBytes: true,
+});
+
 export function faultPlan(options: FaultPlanOptions): FaultPlan {
   if (options === null || typeof options !== 'object') fail('options', 'an object', options);
+  checkKeys(options, KEYS, 'options of `faultPlan()`');
   const seed = options.seed;
   if (typeof seed !== 'number' || !Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
     fail('seed', 'an integer between 0 and 4294967295', seed);

@@ -1,5 +1,12 @@
 import { InvalidArgumentError } from '../core/errors.js';
-import { checkNumber, invalid, invalidSecret, optionalInteger } from '../core/validate.js';
+import {
+  checkKeys,
+  checkNumber,
+  invalid,
+  invalidSecret,
+  optionalInteger,
+  optionKeys,
+} from '../core/validate.js';
 import { ROW_CAP } from '../core/wire.js';
 import { ALL_CODINGS, AVAILABLE_CODINGS, type ContentCoding } from './compression.js';
 import type { FaultHook } from './faults.js';
@@ -288,6 +295,7 @@ export const DEFAULT_OPTIONS: Omit<NormalizedOptions, 'fault' | 'compression' | 
 });
 
 const KNOWN = new Set<string>([...Object.keys(DEFAULT_OPTIONS), 'fault', 'compression', 'tls']);
+const COMPRESSION_KEYS = optionKeys<CompressionOptions>({ level: true, codings: true });
 
 function tlsOptions(value: unknown): TlsOptions | undefined {
   if (value === undefined) return undefined;
@@ -351,14 +359,7 @@ function compression(value: unknown): ServedCompression {
     fail('compression', 'a boolean or an object { level, codings }', value);
   }
   const o = value as CompressionOptions;
-  for (const key of Object.keys(o)) {
-    if (key !== 'level' && key !== 'codings') {
-      throw new InvalidArgumentError(
-        `compression.${key}`,
-        'Unknown compression option; known: level, codings',
-      );
-    }
-  }
+  checkKeys(o, COMPRESSION_KEYS, '`compression` options of the emulator', 'compression.');
   const level = int('compression.level', o.level, 1, 1, 9);
   if (o.codings === undefined) return { level, codings: AVAILABLE_CODINGS };
   if (!Array.isArray(o.codings))
@@ -383,11 +384,7 @@ function compression(value: unknown): ServedCompression {
 /** Applies defaults and validates, without touching the caller's object. */
 export function normalizeOptions(options: EmulatorOptions = {}): NormalizedOptions {
   if (options === null || typeof options !== 'object') fail('options', 'an object', options);
-  for (const key of Object.keys(options)) {
-    if (!KNOWN.has(key)) {
-      throw new InvalidArgumentError(key, `Unknown emulator option; known: ${[...KNOWN].join(', ')}`);
-    }
-  }
+  checkKeys(options, KNOWN, 'emulator options');
   return {
     ...serverOptions(options),
     ...dataOptions(options),

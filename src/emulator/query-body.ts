@@ -3,7 +3,7 @@
  * (docs/wire-formats.md: sha256 of dataset id, "\n", canonical JSON).
  */
 import { createHash } from 'node:crypto';
-import type { QueryBody } from '../core/wire.js';
+import type { WireBody } from '../core/wire.js';
 import { describeValue } from './messages.js';
 
 export const TICKER_PATTERN = /^[a-z0-9_.-]+:[a-z0-9_.&-]+$/;
@@ -11,7 +11,7 @@ export const TICKER_PATTERN = /^[a-z0-9_.-]+:[a-z0-9_.&-]+$/;
 /** Deeper bodies are refused rather than risk the canonicaliser's recursion. */
 const MAX_DEPTH = 64;
 
-export type BodyCheck = { ok: true; body: QueryBody; tickers: string[] } | { ok: false; message: string };
+export type BodyCheck = { ok: true; body: WireBody; tickers: string[] } | { ok: false; message: string };
 
 /**
  * Checks a parsed body. On success `tickers` is sorted and de-duplicated (empty = no ticker filter).
@@ -20,7 +20,7 @@ export function checkQueryBody(value: unknown): BodyCheck {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     return { ok: false, message: `body must be a JSON object, got ${describeValue(value)}` };
   }
-  const body = value as QueryBody;
+  const body = value as WireBody;
   if (depthExceeds(body, MAX_DEPTH)) {
     return { ok: false, message: `body must not nest deeper than ${MAX_DEPTH} levels` };
   }
@@ -58,7 +58,7 @@ function sortedUnique(items: readonly string[]): string[] {
 }
 
 /** Object keys sorted recursively; `tickers` sorted, de-duplicated, and present (missing = []). */
-export function canonicalJson(body: QueryBody, tickers: readonly string[]): string {
+export function canonicalJson(body: WireBody, tickers: readonly string[]): string {
   return stringifySorted({ ...body, tickers });
 }
 
@@ -76,7 +76,7 @@ function stringifySorted(value: unknown): string {
 }
 
 /** The query id the service derives from a creation body: 64 lower-case hex characters. */
-export function computeQueryId(datasetId: string, body: QueryBody, tickers: readonly string[]): string {
+export function computeQueryId(datasetId: string, body: WireBody, tickers: readonly string[]): string {
   return createHash('sha256')
     .update(`${datasetId}\n${canonicalJson(body, tickers)}`)
     .digest('hex');

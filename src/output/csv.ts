@@ -11,7 +11,7 @@
  */
 import { Transform } from 'node:stream';
 import type { RecordBatch } from 'apache-arrow';
-import { invalid } from '../core/validate.js';
+import { checkKeys, checkObject, invalid, optionKeys } from '../core/validate.js';
 import type { Cell } from './cells.js';
 import { csvLineBytes } from './csv-line-bytes.js';
 import { ownBatch } from './own-arrow.js';
@@ -38,7 +38,10 @@ export function csvField(cell: Cell): string {
   return text;
 }
 
+const KEYS = optionKeys<CsvOptions>({ header: true, nullText: true });
+
 export function toCsv(options: CsvOptions = {}): Transform {
+  checkKeys(checkObject(options, 'options'), KEYS, 'options of `toCsv()`');
   const header = options.header ?? true;
   if (typeof header !== 'boolean') {
     throw invalid('header', 'a boolean', header);

@@ -73,31 +73,40 @@ export function decodeDictionaryData(data: Data): Data<Utf8> {
   });
 }
 
-// One output schema per input schema: the IPC writers compare each batch's schema with the first one.
-const plainSchemas = new WeakMap<Schema, Schema>();
+// One output schema per input schema (and choice of columns): the IPC writers compare each batch's
+// schema with the first one.
+const plainSchemas = new WeakMap<Schema, Map<string, Schema>>();
 
-function plainSchema(schema: Schema): Schema {
-  let plain = plainSchemas.get(schema);
+function plainSchema(schema: Schema, decoded: (f: Field) => boolean): Schema {
+  const which = schema.fields.map((f) => (decoded(f) ? '1' : '0')).join('');
+  let byChoice = plainSchemas.get(schema);
+  if (!byChoice) {
+    byChoice = new Map();
+    plainSchemas.set(schema, byChoice);
+  }
+  let plain = byChoice.get(which);
   if (!plain) {
     plain = new Schema(
-      schema.fields.map((f) =>
-        isDictionaryOfStrings(f.type) ? new Field(f.name, new Utf8(), f.nullable, f.metadata) : f,
-      ),
+      schema.fields.map((f) => (decoded(f) ? new Field(f.name, new Utf8(), f.nullable, f.metadata) : f)),
       schema.metadata,
     );
-    plainSchemas.set(schema, plain);
+    byChoice.set(which, plain);
   }
   return plain;
 }
 
-/** `batch` with its Dictionary<Utf8> columns as Utf8; the same batch when it has none. */
-export function withoutDictionaries(batch: RecordBatch): RecordBatch {
+/**
+ * `batch` with its Dictionary<Utf8> columns as Utf8 (only those named in `only`, when given); the same
+ * batch when it has none.
+ */
+export function withoutDictionaries(batch: RecordBatch, only?: ReadonlySet<string>): RecordBatch {
   const fields = batch.schema.fields;
-  if (!fields.some((f) => isDictionaryOfStrings(f.type))) return batch;
+  const decoded = (f: Field) => isDictionaryOfStrings(f.type) && (only === undefined || only.has(f.name));
+  if (!fields.some(decoded)) return batch;
   const children = batch.data.children.map((child, i) =>
-    isDictionaryOfStrings(fields[i]!.type) ? decodeDictionaryData(child) : child,
+    decoded(fields[i]!) ? decodeDictionaryData(child) : child,
   );
-  const schema = plainSchema(batch.schema);
+  const schema = plainSchema(batch.schema, decoded);
   return new RecordBatch(
     schema,
     makeData({ type: new Struct(schema.fields), length: batch.numRows, nullCount: 0, children }),
@@ -105,11 +114,16 @@ export function withoutDictionaries(batch: RecordBatch): RecordBatch {
 }
 
 export function decodeDictionaries(): Transform {
+  return plainStringColumns();
+}
+
+/** @internal `decodeDictionaries()` of the columns named in `only` (all, when not given). */
+export function plainStringColumns(only?: ReadonlySet<string>): Transform {
   return new Transform({
     objectMode: true,
     transform(batch: RecordBatch, _encoding, callback) {
       try {
-        callback(null, withoutDictionaries(ownBatch(batch) ?? batch));
+        callback(null, withoutDictionaries(ownBatch(batch) ?? batch, only));
       } catch (err) {
         callback(err as Error);
       }

@@ -7,6 +7,9 @@
  * acknowledges every batch at once, so a slow reader (a pipe) lets the encoded result pile up in memory,
  * and destroying it with an error rejects a read nobody awaits (an unhandled rejection that kills the
  * process). Here the same writer classes do the encoding, into a sink that we empty after every write.
+ *
+ * The batches are re-cut to `batchSize` rows with the writer's own dictionaries first (`FixedBatches`):
+ * the bytes then depend on the rows alone, not on the page sizes or the concurrency of the read.
  */
 import { Transform } from 'node:stream';
 import {
@@ -15,7 +18,7 @@ import {
   RecordBatchFileWriter,
   RecordBatchStreamWriter,
 } from 'apache-arrow';
-import { ownBatch } from './own-arrow.js';
+import { FixedBatches } from './fixed-batches.js';
 
 /** A sink the writer can write into, emptied synchronously by `take()`. */
 class CollectingSink extends AsyncByteQueue {
@@ -62,7 +65,8 @@ export function ipcEncoder(format: 'file' | 'stream'): {
   };
 }
 
-export function arrowIpcTransform(format: 'file' | 'stream'): Transform {
+export function arrowIpcTransform(format: 'file' | 'stream', batchSize?: number): Transform {
+  const fixed = new FixedBatches(batchSize);
   const encoder = ipcEncoder(format);
   return new Transform({
     writableObjectMode: true,
@@ -76,7 +80,7 @@ export function arrowIpcTransform(format: 'file' | 'stream'): Transform {
       try {
         // Pushed as they are (headers, then the batch's buffers): one concatenated copy per batch cost
         // a batch's size in garbage and time; the file stream writes them together (writev).
-        for (const chunk of encoder.write(ownBatch(batch) ?? batch)) this.push(chunk);
+        for (const out of fixed.push(batch)) for (const chunk of encoder.write(out)) this.push(chunk);
         callback();
       } catch (err) {
         callback(err as Error);
@@ -84,6 +88,7 @@ export function arrowIpcTransform(format: 'file' | 'stream'): Transform {
     },
     flush(callback) {
       try {
+        for (const out of fixed.end()) for (const chunk of encoder.write(out)) this.push(chunk);
         for (const chunk of encoder.close()) this.push(chunk);
         callback();
       } catch (err) {

@@ -8,6 +8,11 @@
  * however long the result. Batches are pulled only as the writer asks for them, and bytes are produced
  * only as the consumer reads, so backpressure reaches the result stream (and from there the network).
  *
+ * The batches are re-cut to fixed row counts with the writer's own dictionaries first (`FixedBatches`,
+ * slices of `rowGroupSize` rows or 64 Ki, whichever is smaller): where parquet-wasm cuts its data pages
+ * follows the batches it is given, so without this the same rows read with other page sizes or another
+ * concurrency made another file.
+ *
  * Types: Utf8 → BYTE_ARRAY (UTF8), Dictionary<Utf8> → the same, dictionary-encoded, Float64 → DOUBLE,
  * Bool → BOOLEAN, DateDay → DATE, Timestamp(ms, UTC) → TIMESTAMP(MILLIS, isAdjustedToUTC). The Arrow schema
  * (with the field metadata) is stored too, so Arrow readers get the dictionary type back.
@@ -18,9 +23,9 @@ import { Duplex } from 'node:stream';
 import { type RecordBatch, Table, tableToIPC } from 'apache-arrow';
 import type { RecordBatch as WasmRecordBatch } from 'parquet-wasm';
 import { InvalidArgumentError } from '../core/errors.js';
-import { checkInteger, invalid } from '../core/validate.js';
+import { checkInteger, checkKeys, checkObject, invalid, optionKeys } from '../core/validate.js';
 import { VERSION } from '../core/version.js';
-import { ownBatch } from './own-arrow.js';
+import { DEFAULT_BATCH_SIZE, fixedBatches } from './fixed-batches.js';
 
 export type ParquetCompression = 'zstd' | 'snappy' | 'gzip' | 'none';
 
@@ -57,17 +62,27 @@ const CODECS = {
   none: 'UNCOMPRESSED',
 } as const satisfies Readonly<Record<ParquetCompression, string>>;
 
-interface NormalizedParquetOptions {
+/** @internal */
+export interface NormalizedParquetOptions {
   readonly compression: (typeof CODECS)[ParquetCompression];
   readonly rowGroupSize: number;
 }
 
-function normalizeParquetOptions(options: ParquetOptions): NormalizedParquetOptions {
+const KEYS = optionKeys<ParquetOptions>({ compression: true, rowGroupSize: true });
+
+/** @internal Checks and defaults; `prefix`: the path of options nested in others (`parquet.`). */
+export function normalizeParquetOptions(options: ParquetOptions, prefix = ''): NormalizedParquetOptions {
+  checkKeys(
+    checkObject(options, prefix ? prefix.slice(0, -1) : 'options'),
+    KEYS,
+    'options of `toParquet()`',
+    prefix,
+  );
   const compression = options.compression ?? 'zstd';
   if (!Object.hasOwn(CODECS, compression)) {
-    throw invalid('compression', `one of ${Object.keys(CODECS).join(', ')}`, compression);
+    throw invalid(`${prefix}compression`, `one of ${Object.keys(CODECS).join(', ')}`, compression);
   }
-  const rowGroupSize = checkInteger(options.rowGroupSize ?? 65_536, 'rowGroupSize', 1);
+  const rowGroupSize = checkInteger(options.rowGroupSize ?? 65_536, `${prefix}rowGroupSize`, 1);
   return { compression: CODECS[compression], rowGroupSize };
 }
 
@@ -90,7 +105,7 @@ export function toParquet(options: ParquetOptions = {}): Duplex {
   const { compression, rowGroupSize } = normalizeParquetOptions(options);
   return Duplex.from(async function* (source: AsyncIterable<RecordBatch>) {
     const pq = await loadParquetWasm();
-    const batches = source[Symbol.asyncIterator]();
+    const batches = fixedBatches(source, Math.min(rowGroupSize, DEFAULT_BATCH_SIZE))[Symbol.asyncIterator]();
     // The writer takes its schema from the first batch, so there must be one, even with no rows.
     const head = await batches.next();
     if (head.done) {
@@ -99,15 +114,14 @@ export function toParquet(options: ParquetOptions = {}): Duplex {
         'Expected at least one RecordBatch (it carries the schema), got none',
       );
     }
-    const first: RecordBatch = ownBatch(head.value) ?? head.value;
+    const first: RecordBatch = head.value;
     let pending: RecordBatch | undefined = first;
     let sent = 0;
     const input = new ReadableStream<WasmRecordBatch>(
       {
         async pull(controller) {
           for (;;) {
-            const next = pending ?? (await nextOrUndefined(batches));
-            const batch = next && (ownBatch(next) ?? next);
+            const batch = pending ?? (await nextOrUndefined(batches));
             pending = undefined;
             if (batch === undefined) {
               if (sent === 0) controller.enqueue(emptyBatch(pq, first));
@@ -122,7 +136,7 @@ export function toParquet(options: ParquetOptions = {}): Duplex {
           }
         },
         async cancel() {
-          await batches.return?.();
+          await batches.return?.(undefined);
         },
       },
       // Pull a batch only when the writer asks for one: nothing queues up on this side.

@@ -1,83 +1,187 @@
 /**
- * How many page requests to keep in flight. Two controllers behind one small interface:
+ * How many page requests to keep in flight. Both controllers follow each request's life (sent, answered,
+ * body read, ended) and feed the link model (`link-model.ts`) with it, so page sizes follow what was
+ * measured whichever decides the limit:
  *
- * - `FixedConcurrency(n)`: what the caller asked for; halved on a 429/503 and earned back one step per
- *   four pages that succeed (the service asked us to slow down; we do not second-guess a fixed number).
- * - `AdaptiveConcurrency`: the default (`concurrency: 'auto'`). It climbs the delivery rate the way TCP's
- *   slow start and BBR's probing do, rather than following latency alone (Vegas, Netflix's gradient): on
- *   a paced link latency rises *with* throughput as more requests share the bandwidth, so a latency
- *   gradient stops growing too early. The rule, per round (a round ends when a request started after
- *   it began completes, so it lasts one request latency at the current limit):
- *     1. startup: from 4 (8 when the service's answers so far took 20 ms or more), double the limit
- *        while the round's delivery rate grows by >= 15 %, a consumer waited for a page in it and the process
- *        was not busy (event loop < 85 %): as TCP grows only a window that limits the sender (RFC 7661),
- *        since when pages wait for the consumer or the CPU, a faster round is the client warming up, not the
- *        link, and on loopback growing on it put 16-32 pages in flight that then waited to be decoded; after
- *        one round without that gain (near: or with it, if the process was busy), settle on the
- *        bandwidth-delay product measured so far. On a far
- *        service each answered request also lets one more go (`answered`, TCP's per-ACK growth), up to
- *        the stream's byte budget: the limit doubles per time to first byte, not only per whole page;
- *        and a result the byte budget holds whole (as `PagePlan.spread` plans it) has all its pages in
- *        flight once the first ones had time to be refused (`planned`);
- *     2. steady: keep the bandwidth-delay product in flight (1.2 x the best recent round's rate x the
- *        lowest request latency, over the mean page), at least 2; every 8 rounds probe a quarter higher,
- *        which stays only if it raised the best rate (latency that climbs without throughput gain does
- *        not raise the target, so the probe is undone);
- *     3. a 429/503 or a timeout: the service is full; after a 429 the limit becomes one less than the
- *        requests on the wire when the refused one was sent (the lowest such count among the refusals
- *        of one overshoot), after a 503 or a timeout 0.7 times the limit; that becomes a ceiling. A
- *        probe above it comes after 32 rounds for a 429 (a refused probe costs a page its
- *        `Retry-After`, and a cap on requests in flight rarely lifts within a query), after 8 for an
- *        overload; each refused probe doubles the wait, up to 64 rounds.
- * The clock is injected so tests drive it deterministically.
+ * - `FixedConcurrency(n)`: what the caller asked for; halved by the service's pushback (a 429, a 503, a
+ *   timeout) and earned back one step per four pages read.
+ * - `AdaptiveConcurrency` (`concurrency: 'auto'`): the link model's bandwidth-delay product, kept in flight
+ *   the way BBR keeps it (docs/performance.md, *The link model*):
+ *     startup  from a first wave sized by the query's own first page, every answer that came while every
+ *              slot was taken and the event loop had room lets STARTUP_GROWTH more go, until bodies
+ *              share a bottleneck or a round brings no RATE_GAIN of the link's delivery rate;
+ *     steady   STEADY_GAIN × the bandwidth-delay product, probed up by RATE_GAIN for a round every
+ *              PROBE_EVERY rounds and drained back the round after;
+ *     pushback a 429 makes a ceiling one below the requests out when the refused one was sent; a 503 or
+ *              a timeout cuts to OVERLOAD_CUT of the limit; above a ceiling the limit probes one step
+ *              after a while, longer after each refused probe.
+ * A round ends when a request sent after it began has been read: one page latency.
  */
 
-import { eventLoopActiveMs, eventLoopBusy } from '../core/event-loop.js';
+import { KEEP_ALIVE_MS } from '../transport/dispatcher.js';
+import {
+  BUSY_SHARE,
+  CEILING_PROBE_ROUNDS,
+  ESTIMATE_WINDOW_MS,
+  INITIAL_WAVE,
+  OVERLOAD_CUT,
+  PROBE_EVERY,
+  RATE_GAIN,
+  STARTUP_GROWTH,
+  STEADY_GAIN,
+} from './link-constants.js';
+import { LinkModel } from './link-model.js';
 
 export type Congestion = 'throttled' | 'unavailable' | 'timeout';
 
-export interface ConcurrencyController {
-  /** Requests allowed in flight now (>= 1). */
-  readonly limit: number;
-  /** A request was given a slot; returns its sequence number for `succeeded`. */
-  started(now: number): number;
-  /** A request finished with `bytes` of page data after `latencyMs`. */
-  succeeded(seq: number, bytes: number, now: number): void;
-  /**
-   * The service pushed back. `inFlight`: the requests on the wire when the refused one was sent, itself
-   * included (what the service saw when it refused).
-   */
-  congested(kind: Congestion, inFlight: number, now: number): void;
-  /** A consumer waited for a page still on its way: the link, not the consumer, holds delivery back. */
-  starved?(now: number): void;
-  /**
-   * Before any request: the quickest answer the client has had from the service, in ms, if any, and the
-   * most requests the stream's byte budget holds at its page size (startup grows no further on its own).
-   */
-  prime?(fastestAnswerMs: number | undefined, budget?: number): void;
-  /**
-   * The rest of the result is planned as `pages` pages, and the byte budget holds them all at once (told
-   * by the scheduler after the first wave had time to be refused).
-   */
-  planned?(pages: number): void;
-  /** Request `seq` was answered (its response headers, not a refusal, have arrived). */
-  answered?(seq: number, now: number): void;
-  /**
-   * Over how many ms a jump of the limit is spread (0 or unset: at once). A doubling sent in one burst
-   * reaches the service before any refusal can come back, so a per-minute limit crossed in it refuses the
-   * whole burst; spread over a page's latency, the first refusal stops the rest.
-   */
-  readonly paceMs?: number;
+/** The query's own first page, read before the stream's first request: what sizes the first wave. */
+export interface FirstPage {
+  readonly waitMs: number;
+  readonly bodyMs: number;
 }
 
-/** A fixed limit, stepped down by the service's pushback and earned back as pages succeed. */
-export class FixedConcurrency implements ConcurrencyController {
+/** A request out, as far as it has come. */
+interface Out {
+  readonly sentAt: number;
+  /** The link's delivery count and the event loop's busy ms when it was sent. */
+  readonly deliveredAt: number;
+  readonly busyAt: number;
+  /** It went out on a connection opened for it (more were out than ever before). */
+  readonly fresh: boolean;
+  rows: number;
+  waitMs: number;
+}
+
+/**
+ * A request's life, the same for both controllers: what it tells the link model. `busyMs` is the event
+ * loop's busy time so far (a running total, `eventLoopActiveMs`), for telling a late answer that the
+ * loop could not take from one the service sent late.
+ */
+export abstract class ConcurrencyController {
+  readonly link: LinkModel;
+  #seq = 0;
+  readonly #out = new Map<number, Out>();
+  /**
+   * The most requests out at once since connections were last idle long enough to close: a request
+   * beyond it opened a connection (undici opens one per request in flight, and keeps idle ones
+   * KEEP_ALIVE_MS). One to begin with: the query's own.
+   */
+  #peak = 1;
+  #idleSince = Number.NEGATIVE_INFINITY;
+
+  constructor(link = new LinkModel()) {
+    this.link = link;
+  }
+
+  /** Requests allowed in flight now (>= 1). */
+  abstract get limit(): number;
+
+  /** Whether the service capped requests in flight (a 429's ceiling): each request must carry more. */
+  get capped(): boolean {
+    return false;
+  }
+
+  /** Requests sent so far (the next one's sequence number). */
+  protected get seq(): number {
+    return this.#seq;
+  }
+
+  /** How long no request has been out (0 while one is; infinite before the first). */
+  protected idleFor(now: number): number {
+    if (this.#seq === 0) return Number.POSITIVE_INFINITY;
+    return this.#out.size > 0 ? 0 : now - this.#idleSince;
+  }
+
+  /** A request is sent; returns its sequence number. */
+  sent(now: number, busyMs = 0): number {
+    this.onSend(now);
+    if (this.#out.size === 0 && now - this.#idleSince > KEEP_ALIVE_MS) this.#peak = 1;
+    const fresh = this.#out.size + 1 > this.#peak;
+    this.#peak = Math.max(this.#peak, this.#out.size + 1);
+    this.#out.set(this.#seq, {
+      sentAt: now,
+      deliveredAt: this.link.delivered,
+      busyAt: busyMs,
+      fresh,
+      rows: 0,
+      waitMs: 0,
+    });
+    return this.#seq++;
+  }
+
+  /**
+   * Request `seq`'s headers came, for `rows` rows. `binding`: every slot the limit allows was taken then
+   * (a limit that binds is one worth growing, RFC 7661).
+   */
+  answered(seq: number, rows: number, now: number, busyMs = 0, binding = true): void {
+    const out = this.#out.get(seq);
+    if (out === undefined) return;
+    out.rows = rows;
+    out.waitMs = now - out.sentAt;
+    // An answer awaited while the loop was busy may be late only because the loop could not take it:
+    // it says nothing of the service's cost, and grows nothing.
+    const roomy = busyMs - out.busyAt < BUSY_SHARE * out.waitMs;
+    if (roomy) this.link.answered(rows, out.waitMs, now, out.fresh);
+    this.onAnswer(binding && roomy, now);
+  }
+
+  /** Body bytes of any request arrived. */
+  delivered(bytes: number): void {
+    this.link.deliver(bytes);
+  }
+
+  /** Request `seq`'s body has been read whole: `bytes` of it. */
+  read(seq: number, bytes: number, now: number, busyMs = 0): void {
+    const out = this.#out.get(seq);
+    if (out === undefined) return;
+    this.#remove(seq, now);
+    const flightMs = now - out.sentAt;
+    this.link.completed(
+      {
+        rows: out.rows,
+        bytes,
+        waitMs: out.waitMs,
+        bodyMs: flightMs - out.waitMs,
+        flightBytes: this.link.delivered - out.deliveredAt,
+        flightMs,
+        busyShare: flightMs > 0 ? (busyMs - out.busyAt) / flightMs : 0,
+      },
+      now,
+    );
+    this.onRead(seq, now);
+  }
+
+  /** Request `seq` is over without a body read (it failed, or was refused): nothing to learn. */
+  ended(seq: number, now: number): void {
+    this.#remove(seq, now);
+  }
+
+  #remove(seq: number, now: number): void {
+    if (this.#out.delete(seq) && this.#out.size === 0) this.#idleSince = now;
+  }
+
+  /**
+   * The service pushed back. `level`: the requests out when the refused one was sent, itself included
+   * (what the service saw when it refused).
+   */
+  abstract congested(kind: Congestion, level: number, now: number): void;
+
+  /** Before a stream's first request: the query's own first page, if there was one. */
+  firstPage(_page: FirstPage, _now: number): void {}
+
+  protected onSend(_now: number): void {}
+  protected onAnswer(_grow: boolean, _now: number): void {}
+  protected onRead(_seq: number, _now: number): void {}
+}
+
+/** A fixed limit, stepped down by the service's pushback and earned back as pages are read. */
+export class FixedConcurrency extends ConcurrencyController {
   readonly #max: number;
   #limit: number;
   #calm = 0;
-  #seq = 0;
 
-  constructor(limit: number) {
+  constructor(limit: number, link?: LinkModel) {
+    super(link);
     this.#max = limit;
     this.#limit = limit;
   }
@@ -86,11 +190,7 @@ export class FixedConcurrency implements ConcurrencyController {
     return this.#limit;
   }
 
-  started(): number {
-    return this.#seq++;
-  }
-
-  succeeded(): void {
+  protected override onRead(): void {
     if (this.#limit < this.#max && ++this.#calm >= 4) {
       this.#limit += 1;
       this.#calm = 0;
@@ -104,349 +204,177 @@ export class FixedConcurrency implements ConcurrencyController {
 }
 
 /**
- * The limit before anything is measured, on a near service: low, since there the limit only grows while
- * the consumer waits, and pages beyond what the CPU decodes only wait (docs/performance.md, *Adaptive
- * concurrency: its constants*).
+ * The adaptive limit before anything is measured (no first page sized the first wave): the requests that
+ * tell the service's cost at once, two answers of each of the two page sizes the plan starts with.
  */
-export const INITIAL_LIMIT = 4;
-/**
- * The limit to start from on a far service: one whose quickest answer so far (the query's own requests)
- * took FAR_ANSWER_MS or more. There each doubling round costs a page latency, so starting higher saves
- * rounds; higher than this gained little on the WAN bench (docs/performance.md).
- */
-export const FAR_INITIAL_LIMIT = 8;
-/**
- * An answer this slow says the service is far (or slow to answer) enough that startup rounds are dear
- * (a loopback emulator answers in a few ms, a service across a WAN in tens to hundreds).
- */
-export const FAR_ANSWER_MS = 20;
-/**
- * The limit to start from when requests are metered (a rate limit, set or learned): the pages started
- * before the first one shows the bytes per row keep the first guess of their size, and under a rate
- * limit each of them is a request the result need not have cost.
- */
-export const METERED_INITIAL_LIMIT = 2;
+export const UNMEASURED_LIMIT = 2 * 2;
 
 export interface AdaptiveOptions {
-  /** Limit before anything is measured. @default INITIAL_LIMIT (4) */
-  readonly initial?: number;
   /** @default 64 */
   readonly max?: number;
   /** @default 1 */
   readonly min?: number;
   /**
-   * The share of time the process was busy since the previous call, 0 to 1 (`eventLoopBusy()`: the
-   * event loop's utilization). Startup grows only while it is below BUSY_CEILING. Unset: not measured.
+   * Whether requests are metered now (a rate limit, set or learned): then the service's pace, not the
+   * link's, bounds a result, the first wave is two requests and startup does not grow.
    */
-  readonly busy?: () => number;
-  /**
-   * The event loop's busy ms so far, a running total (`eventLoopActiveMs`); `now` is the controller's
-   * clock. A far service's answer grows startup only if the loop had room while it was awaited (see
-   * `answered`). Unset: not measured.
-   */
-  readonly loopActive?: (now: number) => number;
-  /** The limit to start from when `prime()` is told of a far service. Unset: `prime()` changes nothing. */
-  readonly far?: number | undefined;
+  readonly metered?: () => boolean;
+  readonly link?: LinkModel;
 }
 
-/**
- * The controller of a client's or a stream's `'auto'` concurrency: up to `max`, growing only while the
- * event loop has room, from METERED_INITIAL_LIMIT when requests are metered, else INITIAL_LIMIT.
- */
-export function adaptiveConcurrency(max: number, metered: boolean): AdaptiveConcurrency {
-  return new AdaptiveConcurrency({
-    max,
-    busy: eventLoopBusy(),
-    loopActive: eventLoopActiveMs(),
-    initial: metered ? METERED_INITIAL_LIMIT : INITIAL_LIMIT,
-    far: metered ? undefined : FAR_INITIAL_LIMIT,
-  });
-}
-
-/** Startup goes on while a round delivers this much more than the best before it. */
-const STARTUP_GAIN = 1.15;
-/**
- * Startup multiplies the limit by this each round: doubling, not quadrupling, since an overshoot (pages
- * waiting to be decoded, or sharing the link) cost more than the round it saved, on loopback and WAN alike.
- */
-const STARTUP_GROWTH = 2;
-/**
- * Startup does not grow while the process was busier than this in the round: the client's own CPU
- * (decoding, the consumer), not the link, then holds delivery back, and more requests only queue pages
- * for it (the client warming up looks like a rising rate).
- */
-const BUSY_CEILING = 0.85;
-/** In flight = this many times the bandwidth-delay product: room for jitter, not a queue. */
-const BDP_GAIN = 1.2;
-/** Rounds between probes above the target (and above a ceiling an overload set). */
-const PROBE_EVERY = 8;
-/** Rounds before the first probe above a ceiling a 429 set. */
-const PROBE_THROTTLED = 32;
-/** Rounds between probes above a ceiling, at most. */
-const PROBE_MAX = 64;
-/** Rounds whose rates make the recent best. */
-const RATE_WINDOW = 10;
-
-export class AdaptiveConcurrency implements ConcurrencyController {
+export class AdaptiveConcurrency extends ConcurrencyController {
   readonly #min: number;
   readonly #max: number;
-  readonly #busy: (() => number) | undefined;
-  readonly #far: number | undefined;
+  readonly #metered: () => boolean;
   #limit: number;
-  /** Startup grows per answer up to this (set by `prime` for a far service; 0: per round only). */
-  #paced = 0;
   #phase: 'startup' | 'steady' = 'startup';
-  #seq = 0;
-  readonly #startedAt = new Map<number, number>();
-  /** The event loop's busy ms when each request in flight started (only with `loopActive`). */
-  readonly #activeAt = new Map<number, number>();
-  readonly #loopActive: ((now: number) => number) | undefined;
-  // The current round: when it began, the first request started in it, the bytes it delivered.
-  #roundAt: number | undefined;
+  /** The first request of the current round (it ends when a request sent at or after it is read). */
   #roundSeq = 0;
-  #roundBytes = 0;
-  /** Whether a consumer waited for a page during the current round. */
-  #roundStarved = false;
-  // What was measured: the lowest request latency, the recent round rates, the mean page size.
-  #minLatency = Number.POSITIVE_INFINITY;
-  readonly #rates: number[] = [];
-  #meanBytes = 0;
-  // Startup: the best rate so far and rounds without a gain on it.
-  #startupBest = 0;
-  #stalls = 0 as number;
-  // Steady: rounds since the last probe, and the rate before a probe still being judged.
-  #sinceProbe = 0;
-  #probeFrom: number | undefined;
-  // Set by pushback: the limit stays at or below it, except for a one-step probe every PROBE_EVERY rounds.
+  /** Steady rounds so far: where the probe cycle is. */
+  #rounds = 0;
+  // Startup: the best link rate at a gain.
+  #pipeRate = 0;
+  // Pushback: the ceiling, the probe above it (rounds until, step, and whether one is being judged),
+  // and whether this round's overload has been cut for already.
   #ceiling: number;
-  #lastCutAt = Number.NEGATIVE_INFINITY;
-  // Probes above a ceiling: every `#probeEvery` rounds (doubled by each refused one, up to 64) by
-  // `#ceilingStep` (doubled by each accepted one), so a hard cap costs few refusals and a lifted one is
-  // found again quickly.
-  #probeEvery = PROBE_EVERY;
+  #ceilingEvery = 0;
+  #ceilingWait = 0;
   #ceilingStep = 1;
+  #probing = false;
+  #cutThisRound = false;
 
   constructor(options: AdaptiveOptions = {}) {
+    super(options.link);
     this.#min = options.min ?? 1;
     this.#max = options.max ?? 64;
-    this.#busy = options.busy;
-    this.#loopActive = options.loopActive;
-    this.#far = options.far;
-    this.#busy?.(); // the first round's share is measured from here
+    this.#metered = options.metered ?? (() => false);
     this.#ceiling = this.#max;
-    this.#limit = this.#clamp(options.initial ?? INITIAL_LIMIT);
+    this.#limit = this.#clamp(this.#metered() ? 2 : UNMEASURED_LIMIT);
   }
 
   get limit(): number {
     return this.#limit;
   }
 
-  /**
-   * Before any request: the quickest answer the client has had from the service (ms), if any. A far
-   * service starts from the `far` option (when that is above the initial limit and within the range).
-   */
-  prime(fastestAnswerMs: number | undefined, budget?: number): void {
-    if (this.#far === undefined || this.#seq > 0) return;
-    if (fastestAnswerMs === undefined || fastestAnswerMs < FAR_ANSWER_MS) return;
-    this.#limit = Math.max(this.#limit, this.#clamp(this.#far));
-    this.#paced = Math.max(this.#limit, budget ?? this.#limit);
+  override get capped(): boolean {
+    return this.#ceiling < this.#max;
   }
 
-  /**
-   * A far service's result that the byte budget holds whole goes out whole: grown to its pages per
-   * answer, each step waited for the service's answer to a page (~0.35 s for the WAN bench's narrow
-   * rows, whose 193,000 rows went out as 8 pages and then 8 more; 1.4 s for 100,000 rows at 0.2 ms a
-   * row). The cost per row those answers tell could have planned the later pages smaller, but all at
-   * once was faster (2.55 s against 3.61 s for the latter). `PagePlan.spread` made them no more than two
-   * rounds of the start, so a per-minute limit sees the same requests, only sooner. Only in startup:
-   * after pushback (a 429, a 503, a timeout) the limit is the service's to set.
-   */
-  planned(pages: number): void {
-    if (this.#paced === 0 || this.#phase !== 'startup') return;
-    this.#limit = this.#clamp(Math.max(this.#limit, pages));
-    this.#paced = Math.max(this.#paced, this.#limit);
-  }
-
-  /**
-   * A far service's answers pace startup, as ACKs pace TCP's slow start: each request answered (its
-   * headers, not a refusal) lets one more go, so the limit doubles every time to first byte rather than
-   * every whole page (a round lasts until a page's body has arrived, and on a link shared by many pages
-   * that is several times the wait: the link sat idle between rounds). Growth stops at the byte budget
-   * (`prime`), at a ceiling a 429 set, and when startup ends (a round without a gain in delivery rate).
-   */
-  answered(seq: number, now: number): void {
-    if (this.#phase !== 'startup' || this.#limit >= this.#paced) return;
-    // Only an answer that took a far service's time: on a near one (a warm loopback emulator answers in
-    // a few ms) the first answers can be slow only from the cold start of both ends, and pages beyond
-    // what the CPU decodes would only wait.
-    const at = this.#startedAt.get(seq);
-    if (at === undefined || now - at < FAR_ANSWER_MS) return;
-    // Nor an answer awaited while the event loop was busy: it may be late only because the loop could
-    // not take it (a loopback emulator on a loaded machine: its first answers made it look far, and
-    // startup grew to 31 pages in flight, 283-328 MB for the 500k-row IPC export, issue #33).
-    const active = this.#activeAt.get(seq);
-    if (active !== undefined && this.#loopActive!(now) - active >= BUSY_CEILING * (now - at)) return;
-    this.#limit = this.#clamp(this.#limit + 1);
-  }
-
-  /**
-   * A far service's startup spreads each doubling over the quickest page seen (TCP paces a window over
-   * its round trip the same way); steady changes are small steps, and a near service's requests are
-   * answered before a burst could matter.
-   */
-  get paceMs(): number {
-    if (this.#paced === 0 || this.#phase !== 'startup' || !Number.isFinite(this.#minLatency)) return 0;
-    return this.#minLatency;
-  }
-
-  /** `'startup'` while growing fast, then `'steady'` (for tests and the docs). */
+  /** `'startup'` while growing per answer, then `'steady'` (for tests and the docs). */
   get phase(): 'startup' | 'steady' {
     return this.#phase;
   }
 
-  started(now: number): number {
-    if (this.#roundAt === undefined) this.#newRound(now);
-    this.#startedAt.set(this.#seq, now);
-    if (this.#loopActive && this.#phase === 'startup' && this.#paced > 0) {
-      this.#activeAt.set(this.#seq, this.#loopActive(now));
-    }
-    return this.#seq++;
+  /**
+   * The first wave: the requests that keep one connection busy while a page waits, (wait + body) ÷
+   * body of the query's first page, at least two (two page sizes tell the service's cost), at most
+   * INITIAL_WAVE. A near service whose body took longer than its wait needs few; a far one as many as
+   * the wave allows. Metered: two (each request counts against the rate limit).
+   */
+  override firstPage(page: FirstPage, now: number): void {
+    // Only a client whose estimates are gone (none yet, or idle past them) starts a wave anew.
+    if (this.idleFor(now) <= ESTIMATE_WINDOW_MS) return;
+    this.#restart();
+    if (this.#metered()) return;
+    const body = Math.max(1, page.bodyMs);
+    this.#limit = this.#clamp(Math.min(INITIAL_WAVE, Math.max(2, Math.ceil((page.waitMs + body) / body))));
   }
 
-  succeeded(seq: number, bytes: number, now: number): void {
-    const at = this.#startedAt.get(seq);
-    this.#startedAt.delete(seq);
-    this.#activeAt.delete(seq);
-    if (at !== undefined) this.#minLatency = Math.min(this.#minLatency, Math.max(1, now - at));
-    this.#meanBytes = this.#meanBytes === 0 ? bytes : 0.9 * this.#meanBytes + 0.1 * bytes;
-    this.#roundBytes += bytes;
-    if (seq < this.#roundSeq || this.#roundAt === undefined) return;
-    const elapsed = now - this.#roundAt;
-    if (elapsed <= 0) return;
-    this.#endRound(this.#roundBytes / elapsed);
-    this.#newRound(now);
+  /** A request after an idle spell longer than the estimates last: startup again, as BBR restarts. */
+  protected override onSend(now: number): void {
+    const idle = this.idleFor(now);
+    if (Number.isFinite(idle) && idle > ESTIMATE_WINDOW_MS) this.#restart();
   }
 
-  congested(kind: Congestion, inFlight: number, now: number): void {
-    const latency = Number.isFinite(this.#minLatency) ? this.#minLatency : 1;
-    const recent = now - this.#lastCutAt < latency;
-    if (kind === 'throttled') {
-      // A 429 says how many the service accepts: fewer than were on the wire when the refused request
-      // was sent (`inFlight` counts them, itself included). The requests of one overshoot come back
-      // refused one after another, sent at different counts: the lowest one tells the cap, and later
-      // ones, sent before the cut, change nothing.
-      const cut = this.#clampToRange(inFlight - 1);
-      if (recent) {
-        if (cut < this.#ceiling) {
-          this.#ceiling = cut;
-          this.#limit = this.#clamp(this.#limit);
-        }
-        return;
-      }
-    } else if (recent) {
-      // One cut per round for an overload: the requests it slowed all come back failed, and are one signal.
-      return;
-    }
-    this.#lastCutAt = now;
-    // A 503 or a timeout says only that the service is overloaded: cut by 30 %.
-    const cut = kind === 'throttled' ? inFlight - 1 : Math.floor(this.#limit * 0.7);
-    if (this.#probeFrom !== undefined && this.#ceiling < this.#max) {
-      this.#probeEvery = Math.min(PROBE_MAX, this.#probeEvery * 2);
-    } else if (this.#ceiling >= this.#max) {
-      // The first ceiling: a cap answered 429 is a rule of the service, an overload a passing state.
-      this.#probeEvery = kind === 'throttled' ? PROBE_THROTTLED : PROBE_EVERY;
-    }
-    this.#ceilingStep = 1;
-    // A 429 never raises a ceiling: the requests of one overshoot may come back refused further apart
-    // than `recent` allows (before any page has succeeded it is 1 ms), and a later one, sent at a higher
-    // count, would otherwise lift the ceiling above what an earlier one showed (8 -> 6 -> 7: a refusal
-    // more every few rounds under a cap of 6). Only an accepted probe raises it.
-    this.#ceiling =
-      kind === 'throttled' ? Math.min(this.#ceiling, this.#clampToRange(cut)) : this.#clampToRange(cut);
-    this.#phase = 'steady';
-    this.#probeFrom = undefined;
-    this.#sinceProbe = 0;
-    this.#limit = this.#clamp(Math.min(this.#limit, this.#ceiling));
-    this.#newRound(now);
+  /** Startup from the first wave; a ceiling a 429 set stays (a cap on requests is the service's rule). */
+  #restart(): void {
+    this.#phase = 'startup';
+    this.#pipeRate = 0;
+    this.#rounds = 0;
+    this.#roundSeq = this.seq;
+    this.#limit = this.#clamp(this.#metered() ? 2 : UNMEASURED_LIMIT);
   }
 
-  starved(): void {
-    this.#roundStarved = true;
+  protected override onAnswer(grow: boolean, now: number): void {
+    if (this.#phase !== 'startup' || !grow || this.#metered() || this.link.shared(now)) return;
+    // Never past a round of growth beyond what has been measured (BBR's startup: its window a gain times
+    // the bandwidth-delay product measured so far). Answers come a wait after their requests, the rates
+    // a whole page later: unbounded, a client that reads slower than the link grew 4 -> 61 in a second.
+    const bdp = this.link.bdpPages(now);
+    const bound = bdp === undefined ? Number.POSITIVE_INFINITY : (STARTUP_GROWTH + 1) * bdp;
+    this.#limit = this.#clamp(Math.max(this.#limit, Math.min(this.#limit + STARTUP_GROWTH, bound)));
   }
 
-  #newRound(now: number): void {
-    this.#roundAt = now;
-    this.#roundSeq = this.#seq;
-    this.#roundBytes = 0;
-    this.#roundStarved = false;
-  }
-
-  /** Requests in flight to keep the measured bandwidth busy: rate x latency / page, with some room. */
-  #target(): number {
-    const rate = Math.max(...this.#rates);
-    if (!Number.isFinite(this.#minLatency) || this.#meanBytes === 0 || !(rate > 0)) return this.#limit;
-    // Never below 2: one request in flight leaves the link idle while a page is decoded.
-    return Math.max(2, Math.round((BDP_GAIN * rate * this.#minLatency) / this.#meanBytes));
-  }
-
-  #endRound(rate: number): void {
-    const busy = this.#busy?.() ?? 0;
-    this.#rates.push(rate);
-    if (this.#rates.length > RATE_WINDOW) this.#rates.shift();
+  protected override onRead(seq: number, now: number): void {
+    if (seq < this.#roundSeq) return;
+    this.#roundSeq = this.seq;
+    this.#cutThisRound = false;
     if (this.#phase === 'startup') {
-      const gain = rate >= this.#startupBest * STARTUP_GAIN;
-      if (gain) {
-        this.#startupBest = rate;
-        this.#stalls = 0;
+      const rate = this.link.linkRate(now);
+      const gain = rate >= RATE_GAIN * this.#pipeRate;
+      if (gain) this.#pipeRate = rate;
+      // The pipe is full: bodies share a bottleneck, or a round brought no gain. Down to the target,
+      // which the requests out drain to as they end.
+      if (this.link.shared(now) || !gain) {
+        this.#phase = 'steady';
+        this.#limit = this.#clamp(this.#target(now));
       }
-      if (gain && this.#roundStarved && busy < BUSY_CEILING) {
-        // Paced by answers, startup grows to the byte budget and no further (the steady target may).
-        const grown = this.#limit * STARTUP_GROWTH;
-        this.#limit = this.#clamp(
-          this.#paced > 0 ? Math.min(grown, Math.max(this.#limit, this.#paced)) : grown,
-        );
-        return;
-      }
-      // A gain that does not grow the limit goes on, but not on a near service in a busy process: its
-      // CPU limits, and will while it decodes; startup would only hold its initial limit while the code
-      // warms up (rounds faster by themselves): 4 pages decoded at once, each alive 4 times as long, for
-      // the first ~1 s of a loopback IPC export (issue #33). A far service's startup goes on (answers
-      // pace it).
-      if (gain && (busy < BUSY_CEILING || this.#paced > 0)) return;
-      // One round without a gain ends it: the limit just doubled, so a real gain (>= 15 %) would show.
-      if (!gain && ++this.#stalls < 1) return;
-      this.#phase = 'steady';
-      this.#limit = this.#clamp(this.#target());
       return;
     }
-    if (this.#probeFrom !== undefined) {
-      const capped = this.#ceiling < this.#max;
-      if (capped) {
-        // Not refused: the service accepts this many now, and may accept more soon: probe again soon.
-        this.#ceiling = this.#limit;
-        this.#ceilingStep *= 2;
-        this.#probeEvery = PROBE_EVERY;
-      }
-      // A probe that brought more throughput raises the recent best, hence the target; one that did not
-      // is undone by the target.
-      this.#probeFrom = undefined;
-      this.#limit = this.#clamp(capped ? this.#ceiling : this.#target());
-      return;
-    }
-    const capped = this.#ceiling < this.#max;
-    if (++this.#sinceProbe >= (capped ? this.#probeEvery : PROBE_EVERY)) {
-      this.#sinceProbe = 0;
-      this.#probeFrom = rate;
-      const up = capped
-        ? this.#limit + this.#ceilingStep
-        : Math.max(this.#limit + 1, Math.ceil(this.#limit * 1.25));
-      this.#limit = this.#clampToRange(up);
-      return;
-    }
-    this.#limit = this.#clamp(capped ? Math.max(this.#target(), this.#ceiling) : this.#target());
+    this.#steadyRound(now);
   }
 
-  #clampToRange(value: number): number {
+  #steadyRound(now: number): void {
+    if (this.#ceiling < this.#max) {
+      if (this.#probing) {
+        // Not refused for a round: the service accepts this many now, and may soon accept more.
+        this.#probing = false;
+        this.#ceiling = Math.min(this.#max, this.#ceiling + this.#ceilingStep);
+        this.#ceilingStep *= 2;
+        this.#ceilingEvery = PROBE_EVERY;
+        this.#ceilingWait = PROBE_EVERY;
+      } else if (--this.#ceilingWait <= 0) {
+        this.#probing = true;
+        this.#limit = Math.min(this.#max, this.#ceiling + this.#ceilingStep);
+        return;
+      }
+    }
+    const cycle = ++this.#rounds % PROBE_EVERY;
+    const gain = cycle === 0 ? RATE_GAIN : cycle === 1 ? 1 / RATE_GAIN : 1;
+    this.#limit = this.#clamp(gain * this.#target(now));
+  }
+
+  /** STEADY_GAIN × the bandwidth-delay product in pages; the limit as it is while nothing is measured. */
+  #target(now: number): number {
+    const bdp = this.link.bdpPages(now);
+    return bdp === undefined ? this.#limit : STEADY_GAIN * bdp;
+  }
+
+  congested(kind: Congestion, level: number, _now: number): void {
+    this.#phase = 'steady';
+    const first = this.#ceiling >= this.#max;
+    if (kind === 'throttled') {
+      // A 429 says how many the service accepts: fewer than were out when the refused one was sent. The
+      // refusals of one overshoot were sent at different levels; the lowest tells, and later ones
+      // (sent before the cut) change nothing, so a 429 never raises the ceiling.
+      this.#ceiling = Math.min(this.#ceiling, this.#range(level - 1));
+    } else {
+      // An overload says only that the service is full: one cut a round (its requests come back failed
+      // together, one signal).
+      if (this.#cutThisRound) return;
+      this.#cutThisRound = true;
+      this.#ceiling = this.#range(Math.floor(this.#limit * OVERLOAD_CUT));
+    }
+    // Refused probes are made rarer, doubling the rounds each time.
+    if (first) this.#ceilingEvery = kind === 'throttled' ? CEILING_PROBE_ROUNDS : PROBE_EVERY;
+    else if (this.#probing) this.#ceilingEvery *= 2;
+    this.#ceilingWait = this.#ceilingEvery;
+    this.#probing = false;
+    this.#ceilingStep = 1;
+    this.#limit = this.#clamp(this.#limit);
+  }
+
+  #range(value: number): number {
     return Math.max(this.#min, Math.min(this.#max, Math.round(value)));
   }
 

@@ -1,17 +1,16 @@
 /**
- * Runs tasks taken lazily from a source, each when the scheduler gives it a slot, and hands their results
- * back strictly in the order they were taken, with a bounded window: tasks started but not yet taken by
- * `next()` are at most `maxPages()`, and the results held plus those in flight (counted at the average
- * size seen so far) stay under `maxBytes`. A consumer that stops calling `next()` therefore stops new
- * requests from starting, however fast the network is: that is the stream's backpressure, reaching all
- * the way to the network. Nothing is planned ahead of the window, so memory is O(window) whatever the
- * number of tasks.
+ * Runs tasks taken lazily from a source and hands their results back strictly in the order they were
+ * taken, with a bounded window: tasks started but not yet taken by `next()` are at most `maxPages()`, and
+ * the results held plus those in flight (counted at the average size seen so far) stay under `maxBytes`.
+ * A consumer that stops calling `next()` therefore stops new requests from starting, however fast the
+ * network is: that is the stream's backpressure, reaching all the way to the network. Nothing is planned
+ * ahead of the window, so memory is O(window) whatever the number of tasks. The source may also answer
+ * "not now" (`null`: the scheduler has no room for another request), and `wake` calls the window back
+ * when that may have changed: pages are planned when they can be sent, not before.
  */
 import { setMaxListeners } from 'node:events';
-import type { Permit, RequestScheduler } from './scheduler.js';
 
 export interface OrderedWindowOptions<T> {
-  readonly scheduler: RequestScheduler;
   /** Tasks started but not yet taken, at most (read at each fill: it may follow the concurrency). */
   readonly maxPages: () => number;
   /** Bytes of results held and expected in flight, at most (one task always runs, whatever its size). */
@@ -20,48 +19,52 @@ export interface OrderedWindowOptions<T> {
   readonly sizeOf: (value: T) => number;
   /** The size a result is expected to have before any has finished (unset: none counted until then). */
   readonly expectedSize?: () => number | undefined;
+  /** Registers a call for when the source may answer again after `null`; returns its removal. */
+  readonly wake?: (fill: () => void) => () => void;
 }
 
 interface Slot<T> {
   readonly promise: Promise<T>;
   /** Set once the task has finished: its size, still held until taken. */
   size: number | undefined;
-  readonly task: WindowTask<T>;
-  /** Set once the task runs (it has its permit, or needs none): from then on it cannot be given back. */
-  running: boolean;
-  /** Aborts the task's wait for a permit when it is given back (`retract`). */
-  readonly stop: AbortController;
 }
 
-/** A task: runs with the window's signal and, unless it is local work, the permit it was given. */
-export interface WindowTask<T> {
-  /** Work that needs no network slot (a page already read). */
-  readonly local?: boolean;
-  run(signal: AbortSignal, permit: Permit | undefined): Promise<T>;
-  /**
-   * Returns the task's work to the source, which hands it out again (`retract`): called only for a task
-   * that never ran, latest first. Unset: the task is never given back.
-   */
-  giveBack?(): void;
-}
+/** A task: runs with the window's signal. */
+export type WindowTask<T> = (signal: AbortSignal) => Promise<T>;
+
+/**
+ * The source's answer: a task, `undefined` once there are no more, or `null` for none now (ask again at
+ * the next fill: the tasks already started may take what is left).
+ */
+export type NextTask<T> = WindowTask<T> | undefined | null;
 
 export class OrderedWindow<T> {
-  readonly #source: () => WindowTask<T> | undefined;
+  readonly #source: () => NextTask<T>;
   readonly #options: OrderedWindowOptions<T>;
   readonly #slots: Slot<T>[] = [];
   readonly #abort = new AbortController();
+  readonly #unwake: () => void;
+  /** `next()` waiting for the source, which said "not now" with no task running. */
+  #woken: (() => void) | undefined;
   #exhausted = false;
   #started = 0;
   #heldBytes = 0;
   #finished = 0;
   #finishedBytes = 0;
 
-  constructor(source: () => WindowTask<T> | undefined, options: OrderedWindowOptions<T>) {
+  constructor(source: () => NextTask<T>, options: OrderedWindowOptions<T>) {
     this.#source = source;
     this.#options = options;
-    // Each waiting or running task listens on this signal (the scheduler, the request, a retry pause):
-    // more than Node's default of 10, which would warn of a leak that is not one.
+    // Each running task listens on this signal (the scheduler, the request, a retry pause): more than
+    // Node's default of 10, which would warn of a leak that is not one.
     setMaxListeners(0, this.#abort.signal);
+    this.#unwake =
+      options.wake?.(() => {
+        this.#fill();
+        const woken = this.#woken;
+        this.#woken = undefined;
+        woken?.();
+      }) ?? (() => {});
   }
 
   /** How many tasks have been started (for tests and progress). */
@@ -88,23 +91,17 @@ export class OrderedWindow<T> {
     ) {
       if (this.#slots.length > 0) {
         const inFlight = this.#slots.filter((s) => s.size === undefined).length;
-        const average = this.#average();
-        if (this.#heldBytes + (inFlight + 1) * average > this.#options.maxBytes) return;
+        if (this.#heldBytes + (inFlight + 1) * this.#average() > this.#options.maxBytes) return;
       }
       const task = this.#source();
+      if (task === null) return;
       if (task === undefined) {
         this.#exhausted = true;
         return;
       }
       this.#started++;
-      const slot: Slot<T> = {
-        promise: undefined as unknown as Promise<T>,
-        size: undefined,
-        task,
-        running: false,
-        stop: new AbortController(),
-      };
-      const promise = this.#start(slot, signal).then((value) => {
+      const slot: Slot<T> = { promise: undefined as unknown as Promise<T>, size: undefined };
+      const promise = task(signal).then((value) => {
         if (!signal.aborted) {
           slot.size = this.#options.sizeOf(value);
           this.#heldBytes += slot.size;
@@ -121,38 +118,26 @@ export class OrderedWindow<T> {
     }
   }
 
-  async #start(slot: Slot<T>, signal: AbortSignal): Promise<T> {
-    const task = slot.task;
-    if (task.local) {
-      slot.running = true;
-      return task.run(signal, undefined);
-    }
-    const permit = await this.#options.scheduler.acquire(AbortSignal.any([signal, slot.stop.signal]));
-    // Given back between the grant and this turn: the permit goes to whoever waits next.
-    if (slot.stop.signal.aborted) {
-      permit.release();
-      throw slot.stop.signal.reason;
-    }
-    slot.running = true;
-    try {
-      const value = await task.run(signal, permit);
-      permit.succeeded(this.#options.sizeOf(value));
-      return value;
-    } finally {
-      permit.release();
-    }
-  }
-
   /** The next result in order; `done` after the last. Rejects with the first failure in order. */
   async next(): Promise<IteratorResult<T, undefined>> {
     this.#fill();
-    const slot = this.#slots[0];
-    if (!slot) {
+    let slot = this.#slots[0];
+    while (!slot) {
       if (this.#abort.signal.aborted) throw this.#abort.signal.reason ?? new Error('OrderedWindow cancelled');
-      return { done: true, value: undefined };
+      if (this.#exhausted) return { done: true, value: undefined };
+      // The source said "not now" and nothing runs: wait until it may say more (or the window is cancelled).
+      const signal = this.#abort.signal;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          signal.removeEventListener('abort', done);
+          resolve();
+        };
+        this.#woken = done;
+        signal.addEventListener('abort', done, { once: true });
+      });
+      this.#fill();
+      slot = this.#slots[0];
     }
-    // The consumer waits for the network: the scheduler's controller may grow the limit on that.
-    if (slot.size === undefined) this.#options.scheduler.starved();
     try {
       const value = await slot.promise;
       return { done: false, value };
@@ -162,33 +147,10 @@ export class OrderedWindow<T> {
     }
   }
 
-  /**
-   * Gives back the tasks at the end of the window that are still waiting for a permit, latest first
-   * (`WindowTask.giveBack`), and takes new ones from the source: what it hands out now may differ (pages
-   * of another size, once requests turn out metered). Never the task `next()` waits for, never one that
-   * runs. Returns how many were given back.
-   */
-  retract(): number {
-    let count = 0;
-    for (;;) {
-      const slot = this.#slots.at(-1);
-      if (this.#slots.length < 2 || slot === undefined || slot.running || !slot.task.giveBack) break;
-      this.#slots.pop();
-      slot.stop.abort(new Error('OrderedWindow: task given back'));
-      slot.task.giveBack();
-      this.#started--;
-      count++;
-    }
-    if (count > 0) {
-      this.#exhausted = false;
-      queueMicrotask(() => this.#fill());
-    }
-    return count;
-  }
-
   /** Aborts every waiting and running task and starts no new one. */
   cancel(reason?: unknown): void {
     if (this.#abort.signal.aborted) return;
+    this.#unwake();
     this.#abort.abort(reason);
   }
 }

@@ -1,8 +1,8 @@
 /**
  * The page engine: one owner for a page's way from the plan to the consumer.
  *
- *   plan (page-plan.ts: which rows, how many per page, learned from each page that arrives)
- *   → slot (ordered-window.ts takes a scheduler permit; page-slot.ts holds it for the page's requests)
+ *   plan (page-plan.ts: which rows, how many per page, from the link model when the request can leave)
+ *   → requests (page-requests.ts: each a task of the scheduler's queue, its limit the link model's)
  *   → request and body (page-fetcher.ts through the client's `PageTransport`; the query's first page is
  *     already in hand as a `KeptPage`)
  *   → decode (decode/PageDecoder) → convert (convert/page-converters.ts, with the batch policy)
@@ -24,19 +24,35 @@ import {
 import { DqsError, TruncatedError } from '../core/errors.js';
 import { PageDecoder } from '../decode/index.js';
 import type { RetryEvent } from '../transport/retry.js';
-import { adaptiveConcurrency, FixedConcurrency } from './concurrency.js';
+import { AdaptiveConcurrency, FixedConcurrency } from './concurrency.js';
 import { HedgePolicy } from './hedge.js';
 import { OrderedWindow, type WindowTask } from './ordered-window.js';
 import { fetchPage, type PageData, type PageFetchContext } from './page-fetcher.js';
-import { checkRowLimit, PagePlan, TARGET_PAGE_BYTES } from './page-plan.js';
-import { PageSlot, type Pauses } from './page-slot.js';
-import type { LocalMark, ResultSource } from './result-source.js';
+import { checkRowLimit, PagePlan, type PageRange } from './page-plan.js';
+import { PageRequests, type Pauses } from './page-requests.js';
+import type { KeptPage, LocalMark, ResultSource } from './result-source.js';
 import { type ConcurrencyChange, RequestScheduler } from './scheduler.js';
 import type { SplitInfo } from './split-info.js';
 import { chooseFormat, DEFAULT_MAX_CONCURRENCY, type NormalizedStreamOptions } from './stream-options.js';
 
 /** A page converted and pushed: its progress is due once the consumer has read row `end - 1`. */
 export type PageMark = Omit<LocalMark, 'source'> & { readonly source?: LocalMark['source'] };
+
+/** One result read as a run of pages: a whole result, or a part of a split one. */
+interface Segment {
+  /** The row of the whole result its row 1 is. */
+  readonly firstRow: number;
+  readonly ctx: PageFetchContext;
+  readonly plan: PagePlan;
+  /** Its first page, read with its query, still to be handed to the window. */
+  kept: KeptPage | undefined;
+}
+
+/** A page of a segment, as the window holds it. */
+interface SegmentPage {
+  readonly page: PageData;
+  readonly segment: Segment;
+}
 
 /** What the engine tells the stream it feeds. */
 export interface EngineEvents {
@@ -58,7 +74,7 @@ export class PageEngine {
   readonly #hedge: HedgePolicy;
   readonly #fetch: typeof fetchPage;
   readonly #keepsRows: boolean;
-  #window: OrderedWindow<PageData> | undefined;
+  #window: OrderedWindow<SegmentPage> | undefined;
   #scheduler: RequestScheduler | undefined;
 
   constructor(
@@ -137,18 +153,9 @@ export class PageEngine {
       return;
     }
     const { format, mediaType } = chooseFormat(opts.format, source.formats);
-    const pages = new PagePlan(
-      opts.startRow,
-      source.total,
-      opts.pageSize,
-      opts.pageSizeAuto
-        ? { windowBytes: opts.windowBytes, rateLimited: () => source.pages.rateLimited }
-        : undefined,
-    );
-    // The page read with the query (its descriptors came from it) is the stream's first, if it fits.
-    // (Not when the caller chose smaller pages than it: their progress and batches follow their size.)
-    const kept = opts.startRow === 1 && format === 'json' ? source.takeFirstPage?.() : undefined;
-    const first = kept && (opts.pageSizeAuto || kept.range.limit <= opts.pageSize) ? kept : undefined;
+    const scheduler = this.#schedulerFor(source);
+    this.#scheduler = scheduler;
+    const detachScheduler = scheduler.onChange((change) => this.#events.concurrency(change));
     // Fast decoders (bytes straight into columns) feed Arrow batches and row objects alike.
     const decoder = new PageDecoder(format, plan, {
       // The fast decoders fill Float64 columns: exact numbers come from the reference's wire values.
@@ -159,98 +166,62 @@ export class PageEngine {
       invalidUtf8: opts.invalidUtf8,
       budget: source.pages.loopBudget,
     });
-    const scheduler = this.#schedulerFor(source);
-    this.#scheduler = scheduler;
-    const detachScheduler = scheduler.onChange((change) => this.#events.concurrency(change));
-    // The kept page shows the bytes per row before any other page is planned: the first requests already
-    // ask for pages of the size the plan aims at.
-    if (first) {
-      const rows = first.range.limit;
-      pages.learn({ parts: [], rowCount: rows, bytes: first.bytes.length, requests: 1 });
-      if (first.waitMs !== undefined) pages.answered(rows, first.waitMs);
-      // Its rows are read: what is left (which `spread` cuts) starts after them.
-      pages.skip(first.range);
-    }
-    // A far service (the query's own requests were slow to answer) starts from more requests at once, and
-    // grows per answer up to what the byte budget holds (the window then bounds what is held and in flight).
-    const pageBytes = pages.pageBytes ?? TARGET_PAGE_BYTES;
-    scheduler.prime(source.pages.fastestAnswerMs, Math.floor(opts.windowBytes / pageBytes));
-    const spread = pages.spread(scheduler.limit);
-    // A spread result the byte budget holds whole goes out whole: waiting for answers before sending the
-    // rest would cost a service's wait per step (`planned`). The rest wait twice the quickest answer,
-    // which a refusal by a service that caps requests in flight takes at most (a new connection's
-    // handshake, then the request).
-    if (
-      spread > scheduler.limit &&
-      spread * (pages.pageBytes ?? Number.POSITIVE_INFINITY) <= opts.windowBytes
-    ) {
-      scheduler.planned(spread, 2 * (source.pages.fastestAnswerMs ?? 0));
-    }
-    const ctx: PageFetchContext = {
-      pages: source.pages,
-      datasetId: source.datasetId,
-      queryId: source.id,
-      total: source.total,
+    // The result's pages, as one run: the result itself, or each part of a split one after the other
+    // (one window over them all, so the next part's pages go out while this one's drain, under one
+    // scheduler and one byte budget, and one converter builds every batch).
+    const segments = this.#segments(source, format, scheduler, {
       mediaType,
       decoder,
       maxResponseBytes: source.pages.maxResponseBytes,
       timeoutMs: opts.timeoutMs,
       hedge: opts.hedge ? this.#hedge : undefined,
-      answered: (rows, waitMs) => {
-        if (pages.answered(rows, waitMs)) window.retract();
-      },
-    };
+    });
     // Pages of this stream waiting out a pause before a retry (a Retry-After, most often): each holds
     // its slot in the window while the consumer waits for it.
     const pauses: Pauses = { count: 0 };
     const fetch = this.#fetch;
     const retry = (event: RetryEvent) => this.#events.retry(event);
-    const read = (run: Promise<PageData>) =>
-      run.then((page) => {
-        // Requests turned out metered, and pages are now larger: those planned but still waiting for a
-        // slot are planned anew (under 20 requests a minute, 10 pages of 5,000 rows became one request).
-        if (pages.learn(page)) window.retract();
-        return page;
-      });
-    let firstTask: WindowTask<PageData> | undefined;
-    if (first) {
-      firstTask = {
-        local: true,
-        run: (s) =>
-          read(fetch(ctx, first.range, s, new PageSlot(undefined, undefined, pauses, retry), first)),
-      };
-    }
-    const window = new OrderedWindow<PageData>(
+    const task =
+      (segment: Segment, range: PageRange, kept?: KeptPage): WindowTask<SegmentPage> =>
+      (s) =>
+        fetch(segment.ctx, range, s, new PageRequests(scheduler, pauses, retry), kept).then((page) => {
+          segment.plan.learn(page);
+          return { page, segment };
+        });
+    let segment = segments.next().value;
+    const window = new OrderedWindow<SegmentPage>(
       () => {
-        if (firstTask) {
-          const task = firstTask;
-          firstTask = undefined;
-          return task;
+        for (;;) {
+          if (segment === undefined) return undefined;
+          const kept = segment.kept;
+          if (kept) {
+            segment.kept = undefined;
+            return task(segment, kept.range, kept);
+          }
+          if (!segment.plan.done) {
+            // A page is planned when its request can be sent: sized from all that was measured by then.
+            if (!scheduler.room) return null;
+            return task(segment, segment.plan.next()!);
+          }
+          segment = segments.next().value;
         }
-        const range = pages.next();
-        if (range === undefined) return undefined;
-        return {
-          run: (s, permit) => read(fetch(ctx, range, s, new PageSlot(scheduler, permit, pauses, retry))),
-          giveBack: () => pages.giveBack(range),
-        };
       },
       {
-        scheduler,
         // A fixed concurrency keeps its documented window (2 x). 'auto' holds as many pages again as are in
         // flight (at least 2 more: a slow consumer on loopback, at a limit of 2, holds 4 pages), and as
         // many again for each page waiting out a Retry-After: the consumer waits for that page, and
-        // without the room the other requests would stop too, for a second or more (under a cap of 6 on
-        // the WAN bench, a page refused twice held the link idle 0.6 s). windowBytes bounds it all.
+        // without the room the other requests would stop too. windowBytes bounds it all.
         maxPages: () =>
           opts.window ??
           (opts.concurrency === 'auto'
             ? Math.max(scheduler.limit + 2, 2 * scheduler.limit) + pauses.count * scheduler.limit
             : 2 * scheduler.limit),
         maxBytes: opts.windowBytes,
-        sizeOf: (page) => page.bytes,
+        sizeOf: (item) => item.page.bytes,
         // Before any page has arrived, pages in flight count at the planned size (the first page showed
-        // the bytes per row): a far service's startup may otherwise plan far past the budget.
-        expectedSize: () => pages.pageBytes,
+        // the bytes per row).
+        expectedSize: () => segment?.plan.pageBytes,
+        wake: (fill) => scheduler.onRoom(fill),
       },
     );
     this.#window = window;
@@ -273,7 +244,7 @@ export class PageEngine {
       for (;;) {
         const next = await window.next();
         if (next.done) break;
-        const page = next.value;
+        const { page, segment: part } = next.value;
         // A turn of the event loop before each page's conversion (~1-4 ms, more while the code is cold):
         // pages already waiting in the window were otherwise converted back to back in one turn (4 pages,
         // 17 ms, seen among the >15 ms stalls of a 500k-row toTable()).
@@ -282,10 +253,11 @@ export class PageEngine {
         const pieces = convert.page(page);
         bytes += page.bytes;
         pageCount++;
-        // Reported once the consumer has taken the page's last row.
-        this.#events.mark({ end: page.range.start + page.rowCount, pages: pageCount, bytes });
+        // Reported once the consumer has taken the page's last row (counted in the whole result).
+        const end = part.firstRow + page.range.start + page.rowCount - 1;
+        this.#events.mark({ end, pages: pageCount, bytes });
         for (const out of pieces) if (out.length) yield out;
-        if (page.range.start + page.rowCount > source.total) {
+        if (end > source.total) {
           const last = convert.finish();
           if (last) yield [last];
         }
@@ -298,6 +270,60 @@ export class PageEngine {
   }
 
   /**
+   * The runs of pages a result is read as, in order: the result itself, or each part of a split result
+   * (from the part holding `startRow` on). A part's first page read with its query serves it, if it fits.
+   */
+  *#segments(
+    source: ResultSource,
+    format: string,
+    scheduler: RequestScheduler,
+    shared: Omit<PageFetchContext, 'pages' | 'datasetId' | 'queryId' | 'total'>,
+  ): Generator<Segment, void, undefined> {
+    const opts = this.#options;
+    const parts = source.parts ?? [{ firstRow: 1, source }];
+    let firstWave = true;
+    for (const { firstRow, source: part } of parts) {
+      const from = Math.max(1, opts.startRow - firstRow + 1);
+      if (from > part.total) continue;
+      const plan = new PagePlan(
+        from,
+        part.total,
+        opts.pageSize,
+        opts.pageSizeAuto
+          ? {
+              link: scheduler.link,
+              now: () => performance.now(),
+              windowBytes: opts.windowBytes,
+              rateLimited: () => part.pages.rateLimited,
+              scarce: () => scheduler.capped,
+            }
+          : undefined,
+      );
+      // The page read with the query (its descriptors came from it) is the part's first, if it fits.
+      // (Not when the caller chose smaller pages than it: their progress and batches follow their size.)
+      const inHand = from === 1 && format === 'json' ? part.takeFirstPage?.() : undefined;
+      const kept = inHand && (opts.pageSizeAuto || inHand.range.limit <= opts.pageSize) ? inHand : undefined;
+      if (kept) {
+        // Its bytes per row size the first requests, its wait and body the first wave; its rows are read.
+        plan.learn({ parts: [], rowCount: kept.range.limit, bytes: kept.bytes.length, requests: 1 });
+        if (firstWave && kept.waitMs !== undefined && kept.bodyMs !== undefined) {
+          scheduler.firstPage({ waitMs: kept.waitMs, bodyMs: kept.bodyMs });
+        }
+        plan.skip(kept.range);
+      }
+      firstWave = false;
+      const ctx: PageFetchContext = {
+        ...shared,
+        pages: part.pages,
+        datasetId: part.datasetId,
+        queryId: part.id,
+        total: part.total,
+      };
+      yield { firstRow, ctx, plan, kept };
+    }
+  }
+
+  /**
    * `'auto'` streams share their client's scheduler (one limit for all its queries), unless they set their
    * own `maxConcurrency`; a fixed concurrency gets a scheduler of its own.
    */
@@ -305,8 +331,12 @@ export class PageEngine {
     const opts = this.#options;
     if (opts.concurrency !== 'auto') return new RequestScheduler(new FixedConcurrency(opts.concurrency));
     if (opts.maxConcurrency === undefined && source.scheduler) return source.scheduler;
+    const pages = source.pages;
     return new RequestScheduler(
-      adaptiveConcurrency(opts.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY, source.pages.rateLimited),
+      new AdaptiveConcurrency({
+        max: opts.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY,
+        metered: () => pages.rateLimited,
+      }),
     );
   }
 }

@@ -21,8 +21,9 @@ import {
 import { withRetry } from '../transport/retry.js';
 import type { HedgePolicy } from './hedge.js';
 import type { PageRange } from './page-plan.js';
-import type { PageSlot } from './page-slot.js';
+import { congestionOf, type PageRequests } from './page-requests.js';
 import type { KeptPage } from './result-source.js';
+import type { RequestHandle } from './scheduler.js';
 
 export interface PageFetchContext {
   readonly pages: PageTransport;
@@ -43,8 +44,6 @@ export interface PageFetchContext {
    * that page has arrived whole, too late for pages planned before).
    */
   served?: number;
-  /** A request for `rows` was answered (headers) `waitMs` after it was sent. */
-  readonly answered?: ((rows: number, waitMs: number) => void) | undefined;
 }
 
 /** The rows of one planned page, in order, and the body bytes they took. */
@@ -100,16 +99,16 @@ async function fetchPiece(
   ctx: PageFetchContext,
   sub: PageRange,
   signal: AbortSignal,
-  slot: PageSlot,
+  requests: PageRequests,
   kept: KeptPage | undefined,
 ): Promise<Piece> {
   try {
-    return await fetchPieceOnce(ctx, sub, signal, slot, kept, true);
+    return await fetchPieceOnce(ctx, sub, signal, requests, kept, true);
   } catch (error) {
     if (!(error instanceof PageDeclined)) throw error;
     // Decoded as it arrived, the page was not an ordinary one: asked again and read whole, so the
     // reference decides (the same rows, or the error with its row and column). Rare: real pages are.
-    return await fetchPieceOnce(ctx, sub, signal, slot, undefined, false);
+    return await fetchPieceOnce(ctx, sub, signal, requests, undefined, false);
   }
 }
 
@@ -118,45 +117,48 @@ async function fetchPieceOnce(
   ctx: PageFetchContext,
   sub: PageRange,
   signal: AbortSignal,
-  slot: PageSlot,
+  requests: PageRequests,
   kept: KeptPage | undefined,
   asItArrives: boolean,
 ): Promise<Piece> {
-  const ended = await slot.send(signal);
-  try {
-    // The query's own first page is already in hand: decoded, not asked for again (and never slow).
-    if (kept) {
-      const body = keptBody(kept, slot);
-      return await decodePiece(ctx, body, sub, kept.info, kept, {
-        waitMs: kept.waitMs ?? -1,
-        headersAt: body.readAt,
-      });
-    }
-    // Under a rate limit (set or learned) a request is what a read costs, so none is sent twice.
-    if (ctx.hedge === undefined || ctx.pages.rateLimited) {
-      return await fetchPieceSent(ctx, sub, signal, slot, asItArrives);
-    }
-    const sentAt = performance.now();
-    const piece = await ctx.hedge.run(
-      (s) => fetchPieceSent(ctx, sub, s, slot, asItArrives),
-      signal,
-      // The slower answer of a hedged request: its decoded columns go back to the decoder.
-      (dropped) => {
-        if (isDecodedColumns(dropped.part)) ctx.decoder.recycle(dropped.part);
-      },
-    );
-    ctx.hedge.record(performance.now() - sentAt);
-    return piece;
-  } finally {
-    ended();
+  // The query's own first page is already in hand: decoded, not asked for again (and never slow).
+  if (kept) {
+    const body = keptBody(kept);
+    return await decodePiece(ctx, body, sub, kept.info, kept, {
+      waitMs: kept.waitMs ?? -1,
+      headersAt: body.readAt,
+    });
   }
+  return await requests.run(signal, async (handle) => {
+    try {
+      // Under a rate limit (set or learned) a request is what a read costs, so none is sent twice.
+      if (ctx.hedge === undefined || ctx.pages.rateLimited) {
+        return await fetchPieceSent(ctx, sub, signal, handle, asItArrives);
+      }
+      const sentAt = performance.now();
+      const piece = await ctx.hedge.run(
+        (s) => fetchPieceSent(ctx, sub, s, handle, asItArrives),
+        signal,
+        // The slower answer of a hedged request: its decoded columns go back to the decoder.
+        (dropped) => {
+          if (isDecodedColumns(dropped.part)) ctx.decoder.recycle(dropped.part);
+        },
+      );
+      ctx.hedge.record(performance.now() - sentAt);
+      return piece;
+    } catch (error) {
+      const kind = congestionOf(error);
+      if (kind) handle.congested(kind);
+      throw error;
+    }
+  });
 }
 
 async function fetchPieceSent(
   ctx: PageFetchContext,
   sub: PageRange,
   signal: AbortSignal,
-  slot: PageSlot,
+  handle: RequestHandle,
   asItArrives: boolean,
 ): Promise<Piece> {
   const sentAt = performance.now();
@@ -169,13 +171,12 @@ async function fetchPieceSent(
     retry: false,
   });
   const headersAt = performance.now();
-  slot.answered();
-  ctx.answered?.(sub.limit, headersAt - sentAt);
+  handle.answered(sub.limit);
   try {
     // Formats without a page envelope (CSV, XLSX): position is what we asked for, and the total is the
     // HEAD's unless the response repeats the query headers (checked then). The spec shows none on the data GET.
     const status = ctx.decoder.format.envelope ? undefined : dataGetStatus(ctx, response);
-    const body = pageBody(response, ctx.maxResponseBytes, slot, asItArrives, ctx.pages.loopBudget);
+    const body = pageBody(response, ctx.maxResponseBytes, handle, asItArrives, ctx.pages.loopBudget);
     const wire = { codings: response.codings, wireBytes: () => response.wireBytes(body.bytes) };
     return await decodePiece(
       ctx,
@@ -231,12 +232,8 @@ async function decodePiece(
 }
 
 /** A kept page's bytes as a page body (already read and bounded once: no copy, no limit to check). */
-function keptBody(
-  kept: KeptPage,
-  slot: PageSlot,
-): PageBody & { readonly bytes: number; readonly readAt: number } {
+function keptBody(kept: KeptPage): PageBody & { readonly bytes: number; readonly readAt: number } {
   const readAt = performance.now();
-  slot.bodyRead(kept.bytes.length);
   return {
     bytes: kept.bytes.length,
     readAt,
@@ -277,7 +274,7 @@ function dataGetStatus(ctx: PageFetchContext, response: HttpResponse): { total: 
 function pageBody(
   response: HttpResponse,
   maxBytes: number,
-  slot: PageSlot,
+  handle: RequestHandle,
   asItArrives: boolean,
   budget: LoopBudget,
 ): PageBody & { readonly bytes: number; readonly readAt: number } {
@@ -287,10 +284,10 @@ function pageBody(
     bytes = size;
     readAt = performance.now();
     response.measured(size);
-    slot.bodyRead(size);
+    handle.bodyRead(size);
   };
   const each = async (take: (chunk: Buffer) => void) =>
-    read(await readCounted(response, maxBytes, budget, take));
+    read(await readCounted(response, maxBytes, handle, budget, take));
   return {
     get bytes() {
       return bytes;
@@ -301,7 +298,7 @@ function pageBody(
     ...(asItArrives ? { each, declaredBytes: declaredLength(response) } : {}),
     async whole(pool) {
       const got = pool
-        ? await readPooled(response, pool, maxBytes, budget)
+        ? await readPooled(response, pool, maxBytes, handle, budget)
         : { body: await readBounded(response, maxBytes), pooled: undefined };
       read(got.body.length);
       return got;
@@ -324,6 +321,7 @@ function pageBody(
         }
         size = count.add(next.value.length);
         bytes = size;
+        handle.delivered(next.value.length);
         yield next.value;
         // At most the turn's bytes a turn, with every other body (core/loop-budget.ts): a decoder that reads as
         // the body arrives (CSV, XLSX, the reference) parsed ~2 MB per busy socket in one turn.
@@ -343,6 +341,7 @@ function pageBody(
 async function readCounted(
   response: HttpResponse,
   maxBytes: number,
+  handle: RequestHandle,
   budget: LoopBudget,
   take: (chunk: Buffer) => void,
 ): Promise<number> {
@@ -351,6 +350,7 @@ async function readCounted(
   try {
     await budget.takeInTurns(response.body, (chunk) => {
       count.add(chunk.length);
+      handle.delivered(chunk.length);
       try {
         take(chunk);
       } catch (error) {
@@ -381,6 +381,7 @@ async function readPooled(
   response: HttpResponse,
   pool: BodyPool,
   maxBytes: number,
+  handle: RequestHandle,
   budget: LoopBudget,
 ): Promise<{ body: Buffer; pooled: Buffer }> {
   const declared = declaredLength(response);
@@ -393,7 +394,7 @@ async function readPooled(
   let pooled = pool.bodyBuffer(declared ? declared : Math.max(1, guess));
   let size = 0;
   try {
-    await readCounted(response, maxBytes, budget, (bytes) => {
+    await readCounted(response, maxBytes, handle, budget, (bytes) => {
       if (size + bytes.length > pooled.length) {
         const bigger = pool.bodyBuffer(Math.max(2 * pooled.length, size + bytes.length));
         pooled.copy(bigger, 0, 0, size);
@@ -413,20 +414,20 @@ async function readPooled(
 }
 
 /**
- * Reads one planned page: its requests hold `slot` (told of each request, body and retry, and ended
- * here); `kept`, the query's first page already in hand, serves the first request when it is this range.
+ * Reads one planned page: its requests go through `requests` (told of each retry, and ended here);
+ * `kept`, the query's first page already in hand, serves the first request when it is this range.
  */
 export async function fetchPage(
   ctx: PageFetchContext,
   range: PageRange,
   signal: AbortSignal,
-  slot: PageSlot,
+  requests: PageRequests,
   kept?: KeptPage,
 ): Promise<PageData> {
   try {
-    return await fetchPageParts(ctx, range, signal, slot, kept);
+    return await fetchPageParts(ctx, range, signal, requests, kept);
   } finally {
-    slot.end();
+    requests.end();
   }
 }
 
@@ -434,7 +435,7 @@ async function fetchPageParts(
   ctx: PageFetchContext,
   range: PageRange,
   signal: AbortSignal,
-  slot: PageSlot,
+  requests: PageRequests,
   kept: KeptPage | undefined,
 ): Promise<PageData> {
   // Used once, for exactly its range: a retry (or anything else) is a real GET.
@@ -444,7 +445,7 @@ async function fetchPageParts(
   const parts: PagePart[] = [];
   let bytes = 0;
   let wireBytes = 0;
-  let requests = 0;
+  let requestCount = 0;
   let next = range.start;
   while (next < end) {
     const sub = { start: next, limit: Math.min(end - next, ctx.served ?? Number.POSITIVE_INFINITY) };
@@ -456,20 +457,20 @@ async function fetchPageParts(
         () => {
           const from = keptLeft;
           keptLeft = undefined;
-          return fetchPiece(ctx, sub, signal, slot, from);
+          return fetchPiece(ctx, sub, signal, requests, from);
         },
         ctx.pages.retryPolicy,
         `GET page start=${sub.start} limit=${sub.limit}`,
         signal,
         (event) => {
           ctx.pages.reportRetry(event);
-          slot.retried(event);
+          requests.retried(event);
         },
       );
     } catch (err) {
       throw err instanceof DqsError ? atPage(err, sub) : err;
     }
-    requests++;
+    requestCount++;
     bytes += piece.bytes;
     wireBytes += piece.wireBytes;
     const where = { method: 'GET', url: `start=${sub.start} limit=${sub.limit}` };
@@ -501,5 +502,5 @@ async function fetchPageParts(
     parts.push(piece.part);
     next += piece.rows;
   }
-  return { range, parts, rowCount: next - range.start, bytes, wireBytes, requests };
+  return { range, parts, rowCount: next - range.start, bytes, wireBytes, requests: requestCount };
 }

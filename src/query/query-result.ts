@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream';
 import { inspect } from 'node:util';
 import { type RecordBatch, Table } from 'apache-arrow';
-import { invalid } from '../core/validate.js';
+import { checkKeys, checkObject, invalid, optionKeys } from '../core/validate.js';
 import { type FieldDescriptor, type FormatName, MediaType } from '../core/wire.js';
 import type { CallOptions } from '../transport/endpoints.js';
 import { JUPYTER_DISPLAY, type MimeBundle, resultBundle, resultText } from './result-display.js';
@@ -30,6 +30,14 @@ const sources = new WeakMap<QueryResult, ResultSource>();
 export function resultSource(result: QueryResult): ResultSource {
   return sources.get(result)!;
 }
+
+const DOWNLOAD_KEYS = optionKeys<DownloadOptions>({
+  format: true,
+  start: true,
+  limit: true,
+  signal: true,
+  timeoutMs: true,
+});
 
 export class QueryResult implements ResultInfo {
   readonly datasetId: string;
@@ -75,13 +83,18 @@ export class QueryResult implements ResultInfo {
 
   /** A Readable of `RecordBatch`es (or row objects with `output: 'rows'`), in row order. */
   stream(options: StreamOptions = {}): ResultStream {
+    return this.#stream(options, '`result.stream()`');
+  }
+
+  /** `where`: the method the options were given to, as messages name it. */
+  #stream(options: StreamOptions, where: string): ResultStream {
     const source = resultSource(this);
-    return new ResultStream(async () => source, normalizeStreamOptions(options));
+    return new ResultStream(async () => source, normalizeStreamOptions(options, undefined, where));
   }
 
   /** The whole result as one Arrow table (held in memory: for large results prefer `stream()`). */
   async toTable(options: Omit<StreamOptions, 'output'> = {}): Promise<Table> {
-    const stream = this.stream({ ...options, output: 'arrow' });
+    const stream = this.#stream({ ...options, output: 'arrow' }, '`result.toTable()`');
     const batches: RecordBatch[] = [];
     // A batch is a page: the stream's step per chunk costs nothing here (unlike a row's, see toArray).
     for await (const batch of stream) batches.push(batch as RecordBatch);
@@ -92,7 +105,7 @@ export class QueryResult implements ResultInfo {
   async toArray(options: Omit<StreamOptions, 'output'> = {}): Promise<Record<string, unknown>[]> {
     const rows: Record<string, unknown>[] = [];
     // A group (up to a thousand rows) at a time: no stream step per row.
-    for await (const group of this.stream({ ...options, output: 'rows' }).groups()) {
+    for await (const group of this.#stream({ ...options, output: 'rows' }, '`result.toArray()`').groups()) {
       for (const row of group) rows.push(row as Record<string, unknown>);
     }
     return rows;
@@ -103,6 +116,7 @@ export class QueryResult implements ResultInfo {
    * Large ranges are the server's to clamp: check `X-Total` and page yourself for more than one page.
    */
   async download(options: DownloadOptions = {}): Promise<Readable> {
+    checkKeys(checkObject(options, 'options'), DOWNLOAD_KEYS, 'options of `result.download()`');
     if (this.split) {
       throw invalid(
         'download',

@@ -11,6 +11,7 @@ import type { Schema } from 'apache-arrow';
 import { buildSchema, planColumns } from '../convert/index.js';
 import type { FieldDescriptor } from '../core/wire.js';
 import { count, escapeHtml, shortId, textTable } from '../output/render.js';
+import type { ResultPart } from './split-info.js';
 
 /** `Symbol.for('Jupyter.display')`: Deno's Jupyter kernel calls it on a cell's value for a MIME bundle. */
 export const JUPYTER_DISPLAY: unique symbol = Symbol.for('Jupyter.display');
@@ -28,6 +29,31 @@ export interface ResultLike {
   readonly total: number;
   readonly truncated: boolean;
   readonly fields: readonly FieldDescriptor[];
+  /** A split result's parts (`split: true`), in the order their rows come. */
+  readonly parts?: readonly ResultPart[] | undefined;
+}
+
+/** Tickers of a part as a phrase: all of a few, or the first and last of many. */
+function tickersText(tickers: readonly string[]): string {
+  if (tickers.length <= 3) return tickers.join(', ');
+  return `${tickers[0]}, ${tickers[1]} … ${tickers.at(-1)} (${tickers.length} tickers)`;
+}
+
+/**
+ * A split result's parts as a table: the part, its tickers, its rows, and (when one is) whether it is
+ * still truncated (a single ticker over the cap).
+ */
+function partTable(parts: readonly ResultPart[]): { head: string[]; rows: string[][] } {
+  const note = parts.some((p) => p.truncated);
+  return {
+    head: ['part', 'tickers', 'rows', ...(note ? [''] : [])],
+    rows: parts.map((p, i) => [
+      String(i + 1),
+      tickersText(p.tickers),
+      count(p.total),
+      ...(note ? [p.truncated ? 'TRUNCATED (one ticker over the row cap)' : ''] : []),
+    ]),
+  };
 }
 
 /** The Arrow schema a stream of the result will have (default column types); undefined if unplannable. */
@@ -74,11 +100,18 @@ export function resultText(result: ResultLike): string {
     cols.map((c) => [c.name, c.type, c.label]),
     [false, false, false],
   );
-  const body = table
-    .split('\n')
-    .map((l) => `  ${l}`)
-    .join('\n');
-  return `QueryResult ${title(result)}\n${body}`;
+  const indent = (text: string) =>
+    text
+      .split('\n')
+      .map((l) => `  ${l}`)
+      .join('\n');
+  const parts = result.parts && partTable(result.parts);
+  const split = parts
+    ? `\n  read in ${parts.rows.length} parts (split: true), in this order:\n${indent(
+        textTable([parts.head], parts.rows, [true, false, true, false]),
+      )}`
+    : '';
+  return `QueryResult ${title(result)}\n${indent(table)}${split}`;
 }
 
 const STYLE = {
@@ -114,9 +147,22 @@ export function resultHtml(result: ResultLike): string {
         `<td style="${STYLE.td}">${escapeHtml(c.label)}</td></tr>`,
     )
     .join('');
+  const table = result.parts && partTable(result.parts);
+  const parts = table
+    ? `<div style="${STYLE.title}">read in <b>${table.rows.length}</b> parts (<code>split: true</code>), in this order:</div>` +
+      `<table style="border-collapse: collapse; margin-bottom: 6px"><thead><tr>${table.head
+        .map((h) => `<th style="${STYLE.th}">${h}</th>`)
+        .join('')}</tr></thead><tbody>${table.rows
+        .map(
+          (cells) =>
+            `<tr>${cells.map((c, i) => `<td style="${i === 3 ? STYLE.warn : STYLE.td}">${escapeHtml(c)}</td>`).join('')}</tr>`,
+        )
+        .join('')}</tbody></table>`
+    : '';
   return (
     `<div class="dqs-result" style="${STYLE.box}">` +
     htmlTitle(result.datasetId, result.total, result.truncated, result.id) +
+    parts +
     `<table style="border-collapse: collapse"><thead><tr><th style="${STYLE.th}">column</th>` +
     `<th style="${STYLE.th}">Arrow type</th><th style="${STYLE.th}">name</th></tr></thead><tbody>${rows}</tbody></table>` +
     `<div style="${STYLE.muted}">No rows fetched yet: <code>await preview(result)</code> shows the first ones.</div>` +

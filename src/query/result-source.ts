@@ -40,8 +40,19 @@ export interface ResultSource extends ResultInfo {
   readonly takeFirstPage?: (() => KeptPage | undefined) | undefined;
   /** Rows from somewhere else than the page engine (the result cache, a split result's parts). */
   readonly local?: LocalRows | undefined;
-  /** Set for a result of `split: true` read in parts (its `local` reads them). */
+  /** Set for a result of `split: true` read in parts. */
   readonly split?: SplitInfo | undefined;
+  /**
+   * A split result's parts, in the order their rows come: each a result of its own, whose row 1 is row
+   * `firstRow` of the whole. The page engine reads them as one run of pages.
+   */
+  readonly parts?: readonly SourcePart[] | undefined;
+}
+
+/** A part of a split result, as the page engine reads it. */
+export interface SourcePart {
+  readonly firstRow: number;
+  readonly source: ResultSource;
 }
 
 /** A table-JSON page already read whole with the query (its descriptors described the result). */
@@ -57,6 +68,8 @@ export interface KeptPage {
   readonly info: { readonly method: string; readonly url: string };
   /** From sending its request to its response headers, in ms (what the service took to answer it). */
   readonly waitMs?: number | undefined;
+  /** From its response headers to its body's last byte, in ms. */
+  readonly bodyMs?: number | undefined;
 }
 
 /** A stream's progress mark for rows a `LocalRows` produced: `end` is the row after them. */

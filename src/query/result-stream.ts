@@ -14,7 +14,7 @@ import { abortReason } from '../core/abortable.js';
 import { DqsError, type ResumePoint } from '../core/errors.js';
 import { queryTelemetryOf } from '../telemetry/telemetry.js';
 import type { RetryEvent } from '../transport/retry.js';
-import { INITIAL_LIMIT } from './concurrency.js';
+import { UNMEASURED_LIMIT } from './concurrency.js';
 import { HedgePolicy } from './hedge.js';
 import { PageEngine, type PageMark } from './page-engine.js';
 import { fetchPage } from './page-fetcher.js';
@@ -115,7 +115,7 @@ export class ResultStream extends Readable {
    */
   get concurrency(): number {
     const opts = this.#options;
-    return this.#engine?.limit ?? (opts.concurrency === 'auto' ? INITIAL_LIMIT : opts.concurrency);
+    return this.#engine?.limit ?? (opts.concurrency === 'auto' ? UNMEASURED_LIMIT : opts.concurrency);
   }
 
   #checkpointAt(nextRow: number): Checkpoint | undefined {

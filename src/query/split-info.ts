@@ -1,7 +1,7 @@
 /**
  * How a result of `split: true` was split: plain data, on `QueryResult` (`split`, `parts`), in the
- * stream's `'split'` event and in the result source. Apart from split-rows.ts, which reads the parts, so
- * that the engine's contracts (result-source.ts) can name it without importing the engine back.
+ * stream's `'split'` event and in the result source: apart from the page engine, which reads the parts,
+ * so that the engine's contracts (result-source.ts) can name it without importing the engine back.
  */
 /** One part of a split result. */
 export interface ResultPart {

@@ -1,19 +1,20 @@
 /**
  * `split: true`: a truncated result of a ticker list becomes the result of its parts (split-plan.ts says
- * how the list is cut), read as one stream (split-rows.ts). Before the first row every part is complete
- * and described: the parts' column descriptors must be the whole list's (else `SplitSchemaError`), and
- * each part's rows are counted, so the split result's total is exact.
+ * how the list is cut), read by the page engine as one run of pages (`ResultSource.parts`: the next
+ * part's pages go out while this one's drain, under the client's one scheduler). Before the first row
+ * every part is complete and described: the parts' column descriptors must be the whole list's (else
+ * `SplitSchemaError`), and each part's rows are counted, so the split result's total is exact.
  *
  * Order, stated once for the docs: the parts in list order (repeated tickers dropped, first one kept),
  * each part's rows in the service's order for that part's query.
  */
 import PQueue from 'p-queue';
 import { SplitSchemaError } from '../core/errors.js';
-import type { FieldDescriptor, QueryBody, QueryHandle } from '../core/wire.js';
+import type { FieldDescriptor, QueryHandle, WireBody } from '../core/wire.js';
 import type { EndpointClient } from '../transport/endpoints.js';
-import type { ResultInfo, ResultSource } from './result-source.js';
+import type { ResultInfo, ResultSource, SourcePart } from './result-source.js';
+import type { ResultPart, SplitInfo } from './split-info.js';
 import { bisect, type SplitService } from './split-plan.js';
-import { type ReadablePart, type ResultPart, type SplitInfo, SplitRows } from './split-rows.js';
 import { createAndWait, type WaitOptions } from './wait.js';
 
 /** A warning of `split: true` (also a process warning with this `code`, unless the caller handles it). */
@@ -35,12 +36,12 @@ export interface SplitWarning {
 export interface SplitQuery {
   readonly client: EndpointClient;
   readonly datasetId: string;
-  readonly body: QueryBody;
+  readonly body: WireBody;
   /** How to wait for each part's query (`signal`, `timeoutMs`, polling). */
   readonly wait: WaitOptions;
   /** The result of a part's complete query, described (its first page read) as `client.query()` does. */
   readonly open: (
-    body: QueryBody,
+    body: WireBody,
     handle: QueryHandle,
     signal: AbortSignal | undefined,
   ) => Promise<ResultSource>;
@@ -50,7 +51,7 @@ export interface SplitQuery {
 const CONCURRENCY = 4;
 
 /** The tickers of a body, repeats dropped (a ticker in two parts would give its rows twice). */
-function distinctTickers(body: QueryBody): string[] {
+function distinctTickers(body: WireBody): string[] {
   return [...new Set(Array.isArray(body?.tickers) ? body.tickers : [])];
 }
 
@@ -79,16 +80,17 @@ export async function splitIfTruncated(whole: ResultSource, q: SplitQuery): Prom
         ).finally(() => opening.clear());
   // What the bisection saw decides truncation (the HEAD said it); a lone ticker is the truncated whole.
   const seen = planned.length === 0 ? [{ tickers, truncated: true }] : planned;
-  const parts: ReadablePart[] = [];
+  const parts: ResultPart[] = [];
+  const sources: SourcePart[] = [];
   let firstRow = 1;
   for (const [i, result] of opened.entries()) {
     const { tickers: list, truncated } = seen[i]!;
     checkSameColumns(q.datasetId, whole.fields, result.fields, list);
-    const part: ResultPart = { tickers: list, queryId: result.id, total: result.total, truncated, firstRow };
+    parts.push({ tickers: list, queryId: result.id, total: result.total, truncated, firstRow });
+    sources.push({ firstRow, source: result });
     firstRow += result.total;
-    parts.push({ part, source: result });
   }
-  const split: SplitInfo = { parts: parts.map((p) => p.part), cappedTotal: whole.total };
+  const split: SplitInfo = { parts, cappedTotal: whole.total };
   const dates = new Set(opened.map((r) => r.lastDateUpdated));
   return {
     pages: whole.pages,
@@ -102,7 +104,7 @@ export async function splitIfTruncated(whole: ResultSource, q: SplitQuery): Prom
     scheduler: whole.scheduler,
     // One date for all parts, or none: a dataset updated while it was split is not one result to cache.
     lastDateUpdated: dates.size === 1 ? whole.lastDateUpdated : undefined,
-    local: new SplitRows(parts),
+    parts: sources,
     split,
   };
 }
@@ -135,7 +137,7 @@ function checkSameColumns(
  */
 export function reportSplit(
   datasetId: string,
-  body: QueryBody,
+  body: WireBody,
   result: Pick<ResultInfo, 'truncated' | 'total'> & Pick<ResultSource, 'split'>,
   onWarning: ((warning: SplitWarning) => void) | undefined,
 ): void {

@@ -2,11 +2,14 @@ import type { ColumnKind } from '../convert/index.js';
 import { FormatNotOfferedError, InvalidArgumentError } from '../core/errors.js';
 import {
   checkInteger,
+  checkKeys,
+  checkObject,
   checkSignal,
   invalid,
   oneOf,
   optionalBoolean,
   optionalInteger,
+  optionKeys,
 } from '../core/validate.js';
 import { MediaType, ROW_CAP } from '../core/wire.js';
 import { DECODABLE_FORMATS, type DecodableFormat, FORMATS } from '../decode/index.js';
@@ -22,19 +25,20 @@ export interface StreamOptions {
    */
   readonly format?: 'auto' | DecodableFormat;
   /**
-   * Rows per page request (minimum 1). Unset, the stream starts at 10,000 rows (`DEFAULT_PAGE_SIZE`) and
-   * then aims at pages of ~4.5 MB (`TARGET_PAGE_BYTES`) from the bytes per row the first page showed (small pages beat big ones: see docs/performance.md); a
-   * server that answers fewer rows than asked (it clamps `limit`) is asked for that many from then on.
+   * Rows per page request (minimum 1). `'auto'` sizes each page from the link model when it is sent (see
+   * docs/performance.md, *The link model*): rows whose service time is about the service's fixed time
+   * (1,000 × a power of two), a body of 256 KiB to 4.5 MB, the byte bound when the client itself is what
+   * reads wait for; larger under a rate limit or a cap on requests in flight. Either way, a server that answers fewer rows than asked (it clamps `limit`) is asked for
+   * that many from then on.
    * @default 'auto'
    */
   readonly pageSize?: number | 'auto';
   /**
-   * Page requests at once. `'auto'` measures and adapts (see docs/performance.md): it starts at 4 (8 on a far service), grows
-   * x2 per round while the delivery rate grows and the process is not busy, then keeps the
-   * bandwidth-delay product in flight; it steps back on 429/503 and timeouts, and when latency climbs
-   * without a throughput gain; every `'auto'` stream of one client shares one such limit, so many queries
-   * together do not exceed what the service accepts. A number fixes it (halved on a 429, earned back as
-   * pages succeed).
+   * Page requests at once. `'auto'` keeps twice the measured bandwidth-delay product in flight (see
+   * docs/performance.md, *The link model*): a first wave sized by the query's first page, grown per answer
+   * until the delivery rate stops growing, cut by a 429's ceiling, a 503 or a timeout; every `'auto'`
+   * stream of one client shares one such limit, so many queries together do not exceed what the service
+   * accepts. A number fixes it (halved on a 429, earned back as pages succeed).
    * @default 'auto'
    */
   readonly concurrency?: number | 'auto';
@@ -144,7 +148,7 @@ export interface NormalizedStreamOptions {
 export const DEFAULT_PAGE_SIZE = 10_000;
 /**
  * The fixed concurrency `npm run bench`'s library scenarios use unless told otherwise (`--concurrency`).
- * Not a default of the library: `concurrency` defaults to `'auto'`, which starts at `INITIAL_LIMIT`.
+ * Not a default of the library: `concurrency` defaults to `'auto'` (the link model, concurrency.ts).
  */
 export const DEFAULT_CONCURRENCY = 2;
 export const DEFAULT_MAX_CONCURRENCY = 64;
@@ -154,7 +158,48 @@ function invalidConcurrency(value: unknown): never {
   throw invalid('concurrency', "'auto' or an integer >= 1", value);
 }
 
-export function normalizeStreamOptions(options: StreamOptions = {}): NormalizedStreamOptions {
+/** Every option of `StreamOptions`, for the checks of unknown keys (the compiler keeps it complete). */
+export const STREAM_OPTIONS = {
+  output: true,
+  format: true,
+  pageSize: true,
+  concurrency: true,
+  maxConcurrency: true,
+  window: true,
+  windowBytes: true,
+  maxRows: true,
+  batchSize: true,
+  startRow: true,
+  types: true,
+  onInvalid: true,
+  dates: true,
+  bigNumbers: true,
+  onTruncated: true,
+  invalidUtf8: true,
+  hedge: true,
+  signal: true,
+  timeoutMs: true,
+  decoder: true,
+} as const satisfies { readonly [K in keyof Required<StreamOptions>]: true };
+const STREAM_KEYS = optionKeys<StreamOptions>(STREAM_OPTIONS);
+
+/**
+ * Applies defaults and checks every option; `known` are the keys the caller's entry point takes (a
+ * misspelt one is refused, naming the one meant), `where` that entry point (`` `result.stream()` ``),
+ * `prefix` the path of options nested in others (`stream.`).
+ */
+export function normalizeStreamOptions(
+  options: StreamOptions = {},
+  known: ReadonlySet<string> = STREAM_KEYS,
+  where = '`result.stream()`',
+  prefix = '',
+): NormalizedStreamOptions {
+  checkKeys(
+    checkObject(options, prefix ? prefix.slice(0, -1) : 'options'),
+    known,
+    `options of ${where}`,
+    prefix,
+  );
   const pageSizeAuto = options.pageSize === undefined || options.pageSize === 'auto';
   const pageSize = pageSizeAuto ? DEFAULT_PAGE_SIZE : checkInteger(options.pageSize, 'pageSize', 1);
   const concurrency =

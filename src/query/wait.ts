@@ -6,7 +6,7 @@
 
 import { linkSignals, sleep } from '../core/abortable.js';
 import { KNOWN_QUERY_STATES, QueryFailedError, TimeoutError } from '../core/errors.js';
-import type { QueryBody, QueryHandle, QueryStatus } from '../core/wire.js';
+import type { QueryHandle, QueryStatus, WireBody } from '../core/wire.js';
 import { inPhase, type QueryTelemetry } from '../telemetry/telemetry.js';
 import type { EndpointClient } from '../transport/endpoints.js';
 
@@ -22,6 +22,15 @@ export interface WaitOptions {
   readonly onStatus?: ((status: QueryStatus) => void) | undefined;
 }
 
+/** Every option of `WaitOptions`, for the checks of unknown keys (the compiler keeps it complete). */
+export const WAIT_OPTIONS = {
+  signal: true,
+  timeoutMs: true,
+  pollMinMs: true,
+  pollMaxMs: true,
+  onStatus: true,
+} as const satisfies { readonly [K in keyof Required<WaitOptions>]: true };
+
 export interface CompletedQuery {
   readonly handle: QueryHandle;
   /**
@@ -34,7 +43,7 @@ export interface CompletedQuery {
 export async function createAndWait(
   client: EndpointClient,
   datasetId: string,
-  body: QueryBody,
+  body: WireBody,
   options: WaitOptions = {},
   telemetry?: QueryTelemetry,
 ): Promise<CompletedQuery> {
@@ -45,7 +54,7 @@ export async function createAndWait(
     () => new TimeoutError(`Waiting for the query on ${datasetId}`, timeoutMs, { overall: true }),
   );
   try {
-    const handle = await inPhase(telemetry, 'create', () => client.createQuery(datasetId, body, { signal }));
+    const handle = await inPhase(telemetry, 'create', () => client.postQuery(datasetId, body, { signal }));
     if (!KNOWN_QUERY_STATES.has(handle.state)) {
       throw new QueryFailedError({
         state: handle.state,

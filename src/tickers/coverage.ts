@@ -7,8 +7,8 @@
  */
 import PQueue from 'p-queue';
 import { InvalidArgumentError } from '../core/errors.js';
-import { invalid } from '../core/validate.js';
-import type { CallOptions, EndpointClient } from '../transport/endpoints.js';
+import { checkKeys, checkObject, invalid } from '../core/validate.js';
+import { CALL_KEYS, type CallOptions, type EndpointClient } from '../transport/endpoints.js';
 
 /** `'warn'`: a process warning (code `DQS_UNKNOWN_TICKERS`) and the query goes on; `'error'`: it is refused. */
 export type CheckTickersMode = 'warn' | 'error';
@@ -27,6 +27,7 @@ export async function unknownTickers(
   tickers: readonly string[],
   options: CallOptions = {},
 ): Promise<string[]> {
+  checkKeys(checkObject(options, 'options'), CALL_KEYS, 'options of `unknownTickers()`');
   const distinct = [...new Set(tickers)];
   const queue = new PQueue({ concurrency: CONCURRENCY });
   const carried = await Promise.all(

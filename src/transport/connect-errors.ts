@@ -34,8 +34,21 @@ const NO_ANSWER = new Set(['ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ENETUNREACH'
 /** `Connect Timeout Error (attempted address: 127.0.0.1:8443, timeout: 500ms)`: the port and the time. */
 const CONNECT_TIMEOUT = /attempted address(?:es)?: .*?:(\d+)\b.*timeout: (\d+)ms/;
 
-const CA_HOW =
-  'pass the CA that issued it: `ca` (library), --ca-file PATH (CLI) or NODE_EXTRA_CA_CERTS=PATH (any Node tool)';
+/**
+ * Settings are named as the library's options (`ca`) and the environment's variables: a front end with
+ * other names for them (the CLI's `--ca-file PATH`) renames the options in the messages it shows.
+ */
+const CA_HOW = 'pass the CA that issued it: `ca`, or NODE_EXTRA_CA_CERTS=PATH';
+
+/** Where the proxy in use was set: the `proxy` option, or the variable it came from (`HTTP_PROXY`…). */
+export function proxySetting(proxy: ProxyChoice): string {
+  return proxy.source === 'proxy' ? '`proxy`' : proxy.source;
+}
+
+/** The variable a proxy for `target` is set in: `HTTPS_PROXY` for https, `HTTP_PROXY` for http. */
+export function proxyVariable(target: URL): string {
+  return target.protocol === 'https:' ? 'HTTPS_PROXY' : 'HTTP_PROXY';
+}
 
 /** The failure and its causes, outermost first (undici wraps a tunnel's TLS failure in its own error). */
 function chain(err: unknown): Failure[] {
@@ -66,7 +79,7 @@ export function connectionError(
   const targetPort = Number(target.port) || (target.protocol === 'https:' ? 443 : 80);
   const service = `${target.hostname}:${targetPort}`;
   const via = proxy
-    ? `through the proxy ${displayProxy(proxy.url)} (from ${proxy.source})`
+    ? `through the proxy ${displayProxy(proxy.url)} (from ${proxySetting(proxy)})`
     : 'directly, no proxy';
   const proxyHost = proxy?.url.hostname.replace(/^\[|\]$/g, '');
   const proxyPort = proxy ? Number(proxy.url.port) || (proxy.url.protocol === 'https:' ? 443 : 80) : 0;
@@ -91,8 +104,8 @@ export function connectionError(
       const where = displayProxy(proxy.url);
       if (status === '407') {
         const fix = proxy.url.username
-          ? 'it refused the user and password in the proxy URL: check them'
-          : 'put them in the proxy URL, http://USER:PASSWORD@host:port (--proxy, `proxy`, HTTPS_PROXY)';
+          ? `it refused the user and password of the proxy URL (${proxySetting(proxy)}): check them`
+          : `put them in the proxy URL, http://USER:PASSWORD@host:port (${proxySetting(proxy)})`;
         return make(
           'DQS_PROXY_AUTH',
           `the proxy ${where} wants credentials (407): ${fix}`,
@@ -115,8 +128,8 @@ export function connectionError(
       const isProxy = proxy !== undefined && host === proxyHost;
       const what = isProxy ? `the proxy's host name ${host}` : `the host name ${host}`;
       const fix = isProxy
-        ? 'check the proxy URL (--proxy, `proxy`, HTTPS_PROXY)'
-        : 'check the address (--base-url, `baseUrl`, DQS_BASE_URL) and your DNS or VPN';
+        ? `check the proxy URL (${proxySetting(proxy)})`
+        : 'check the address (`baseUrl` or DQS_BASE_URL) and your DNS or VPN';
       return make('DQS_DNS', `${what} does not resolve (${code}): ${fix}`, host, code === 'EAI_AGAIN', err);
     }
     if (code === 'ECONNREFUSED' || NO_ANSWER.has(code)) {
@@ -133,7 +146,7 @@ export function connectionError(
         const where = displayProxy(proxy.url);
         return make(
           'DQS_PROXY',
-          `the proxy ${where} (from ${proxy.source}) ${what}: is it running and is the address right? (--proxy, \`proxy\`, HTTPS_PROXY; NO_PROXY to bypass it)`,
+          `the proxy ${where} (from ${proxySetting(proxy)}) ${what}: is it running and is the address right? (NO_PROXY bypasses it)`,
           where,
           true,
           err,
@@ -141,7 +154,7 @@ export function connectionError(
       }
       return make(
         'DQS_CONNECT',
-        `${service} ${what}, connecting ${via}: is the service running at this address and port${refused ? '' : ', and does a firewall need a proxy (HTTPS_PROXY)'}?`,
+        `${service} ${what}, connecting ${via}: is the service running at this address and port${refused || proxy ? '' : `, and does a firewall need a proxy (${proxyVariable(target)})`}?`,
         service,
         true,
         err,

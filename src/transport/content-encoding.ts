@@ -191,3 +191,79 @@ export function inflateResponse(
   if (codings.length === 0) return { body: res.body, codings, wireBytes: (decoded) => decoded };
   return { ...decodeBody(res.body, codings, String(raw), info, translate), codings };
 }
+
+/**
+ * How each coding's data begins (RFC 1952's gzip magic, RFC 1950's zlib header, zstd's frame magic);
+ * brotli has no signature.
+ */
+const SIGNATURES: ReadonlyMap<string, (b: Uint8Array) => boolean> = new Map([
+  ['gzip', (b: Uint8Array) => b[0] === 0x1f && b[1] === 0x8b],
+  ['x-gzip', (b: Uint8Array) => b[0] === 0x1f && b[1] === 0x8b],
+  ['deflate', (b: Uint8Array) => b.length >= 2 && (b[0]! & 0x0f) === 8 && ((b[0]! << 8) | b[1]!) % 31 === 0],
+  ['zstd', (b: Uint8Array) => b[0] === 0x28 && b[1] === 0xb5 && b[2] === 0x2f && b[3] === 0xfd],
+]);
+
+/** Whether `first` (a body's first bytes) begins data of `coding`; undefined when it cannot tell (br). */
+export function startsAsCoded(coding: string, first: Uint8Array): boolean | undefined {
+  return SIGNATURES.get(coding)?.(first);
+}
+
+/** The first chunk of `body`, put back so the body still reads whole; null for an empty body. */
+async function peek(body: Readable): Promise<Buffer | null> {
+  const first = await new Promise<Buffer | null>((resolve, reject) => {
+    const done = () => {
+      body.off('readable', readable);
+      body.off('end', ended);
+      body.off('error', failed);
+    };
+    const readable = () => {
+      const chunk = body.read() as Buffer | null;
+      if (chunk === null) return;
+      done();
+      resolve(chunk);
+    };
+    const ended = () => {
+      done();
+      resolve(null);
+    };
+    const failed = (err: unknown) => {
+      done();
+      reject(err);
+    };
+    body.on('readable', readable);
+    body.once('end', ended);
+    body.once('error', failed);
+    readable();
+  });
+  if (first !== null) body.unshift(first);
+  return first;
+}
+
+/**
+ * `inflateResponse` for an `undici` that inflates bodies itself: Bun's, built on its fetch, hands the body
+ * over inflated and keeps the `Content-Encoding` (and the wire's `Content-Length`). Told by what the
+ * body holds: one that begins as its last coding's data is inflated here as anywhere; one that does not
+ * (or in brotli, which has no signature) was inflated already and is read as it is. The codings are
+ * still reported, so its `Content-Length` (the wire's) is not taken for its length.
+ */
+export async function inflateFetchedResponse(
+  res: Parameters<typeof inflateResponse>[0],
+  method: string,
+  info: RequestInfo,
+  asked: string,
+  translate: (err: unknown) => Error,
+): Promise<InflatedBody> {
+  const encoded = method !== 'HEAD' && res.statusCode !== 204 && res.statusCode !== 304;
+  const codings = encoded ? parseContentEncoding(res.headers['content-encoding'], info, asked) : [];
+  if (codings.length === 0) return inflateResponse(res, method, info, asked, translate);
+  let first: Buffer | null;
+  try {
+    first = await peek(res.body);
+  } catch (err) {
+    throw translate(err);
+  }
+  if (first !== null && startsAsCoded(codings.at(-1)!, first) === true) {
+    return inflateResponse(res, method, info, asked, translate);
+  }
+  return { body: res.body, codings, wireBytes: (decoded) => decoded };
+}

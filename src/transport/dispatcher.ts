@@ -16,6 +16,12 @@ export interface DispatcherSettings {
   readonly ca: readonly string[] | undefined;
 }
 
+/**
+ * How long an idle connection is kept for the next request: a page request within it reuses one (no
+ * handshake), and the link model tells the waits of the two apart by it.
+ */
+export const KEEP_ALIVE_MS = 10_000;
+
 /** undici's own connect timeout, kept as the longest: a host silent for 10 s is not coming. */
 const MAX_CONNECT_MS = 10_000;
 
@@ -30,7 +36,7 @@ export function createDispatcher(settings: DispatcherSettings, env = process.env
   const agent = {
     // Unset: undici opens a connection per request in flight, and the streams' concurrency bounds those.
     connections: settings.connections ?? null,
-    keepAliveTimeout: 10_000,
+    keepAliveTimeout: KEEP_ALIVE_MS,
     headersTimeout: settings.timeoutMs,
     bodyTimeout: settings.timeoutMs,
     connect,

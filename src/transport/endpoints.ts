@@ -6,6 +6,8 @@ import { EventEmitter } from 'node:events';
 import { inspect } from 'node:util';
 import { ProtocolError } from '../core/errors.js';
 import type { LoopBudget } from '../core/loop-budget.js';
+import type { RawQueryBody } from '../core/raw-body.js';
+import { checkKeys, optionKeys } from '../core/validate.js';
 import {
   type DatasetInfo,
   type DatasetMetadata,
@@ -15,6 +17,7 @@ import {
   type QueryStatus,
   type ResultPage,
   type TickerEntry,
+  type WireBody,
 } from '../core/wire.js';
 import { parseTablePage } from '../decode/table-json.js';
 import type { ClientTelemetry } from '../telemetry/client-telemetry.js';
@@ -53,6 +56,27 @@ export interface PageRequest extends CallOptions {
 export interface RawPageRequest extends PageRequest {
   /** A media type from the query's `formats` (see `MediaType`). @default MediaType.table */
   readonly mediaType?: string;
+}
+
+const CALL_OPTIONS = { signal: true, timeoutMs: true } as const satisfies {
+  readonly [K in keyof Required<CallOptions>]: true;
+};
+export const CALL_KEYS = optionKeys<CallOptions>(CALL_OPTIONS);
+const LIST_KEYS = optionKeys<CallOptions & { ticker?: string }>({ ...CALL_OPTIONS, ticker: true });
+const CHECK_KEYS = optionKeys<CallOptions & { mediaType?: string }>({ ...CALL_OPTIONS, mediaType: true });
+const PAGE_KEYS = optionKeys<PageRequest>({ ...CALL_OPTIONS, start: true, limit: true });
+const OPEN_KEYS = optionKeys<RawPageRequest & { retry?: boolean }>({
+  ...CALL_OPTIONS,
+  start: true,
+  limit: true,
+  mediaType: true,
+  retry: true,
+});
+
+/** Refuses options a method does not have (a misspelt `signal` would leave the request uncancellable). */
+function methodOptions<T extends object>(options: T, known: ReadonlySet<string>, method: string): T {
+  checkKeys(options, known, `options of \`${method}()\``);
+  return options;
 }
 
 /** Parses the query headers (HEAD, and every result GET) into a status. */
@@ -131,6 +155,8 @@ export interface PageBytes {
   readonly wireBytes: number;
   /** From sending the request to its response headers, in ms (the service's time to answer it). */
   readonly waitMs: number;
+  /** From its response headers to its body's last byte, in ms. */
+  readonly bodyMs: number;
 }
 
 /**
@@ -169,6 +195,7 @@ export class EndpointClient extends EventEmitter {
 
   /** `GET /datasets/[?ticker=]`: the datasets, or only those available for `ticker`. */
   async listDatasets(options: CallOptions & { readonly ticker?: string } = {}): Promise<DatasetInfo[]> {
+    methodOptions(options, LIST_KEYS, 'listDatasets');
     const ticker = options.ticker === undefined ? undefined : checkTicker(options.ticker);
     const { response, text } = await this.http.text({
       method: 'GET',
@@ -183,6 +210,7 @@ export class EndpointClient extends EventEmitter {
 
   /** `GET /datasets/<id>`: the dataset with its field descriptors and row cap. */
   async getDataset(datasetId: string, options: CallOptions = {}): Promise<DatasetMetadata> {
+    methodOptions(options, CALL_KEYS, 'getDataset');
     const { response, text } = await this.http.text({
       method: 'GET',
       segments: ['datasets', checkDatasetId(datasetId)],
@@ -195,6 +223,7 @@ export class EndpointClient extends EventEmitter {
 
   /** `GET /datasets/<id>/tickers/?query=`: tickers whose name or id matches `text`. */
   async searchTickers(datasetId: string, text: string, options: CallOptions = {}): Promise<TickerEntry[]> {
+    methodOptions(options, CALL_KEYS, 'searchTickers');
     const q = checkString(text, 'text');
     const { response, text: body } = await this.http.text({
       method: 'GET',
@@ -207,13 +236,20 @@ export class EndpointClient extends EventEmitter {
     return shape.tickerEntries(shape.parseJson(body, response.info), q, response.info);
   }
 
-  /** `POST /datasets/<id>/query/`: submits a query; the body is sent as given (tickers validated). */
+  /**
+   * `POST /datasets/<id>/query/`: submits a query. The body holds the spec's `tickers` (checked); other
+   * members only through `rawBody()`, which sends them as given.
+   */
   async createQuery(
     datasetId: string,
-    body: QueryBody = {},
+    body: QueryBody | RawQueryBody = {},
     options: CallOptions = {},
   ): Promise<QueryHandle> {
-    const json = checkQueryBody(body);
+    return this.postQuery(datasetId, checkQueryBody(body), methodOptions(options, CALL_KEYS, 'createQuery'));
+  }
+
+  /** @internal `createQuery` of a body already checked (the library's own, split parts included). */
+  async postQuery(datasetId: string, json: WireBody, options: CallOptions): Promise<QueryHandle> {
     const { response, text } = await this.http.text({
       method: 'POST',
       segments: ['datasets', checkDatasetId(datasetId), 'query', ''],
@@ -231,6 +267,7 @@ export class EndpointClient extends EventEmitter {
     queryId: string,
     options: CallOptions & { readonly mediaType?: string } = {},
   ): Promise<QueryStatus> {
+    methodOptions(options, CHECK_KEYS, 'checkQuery');
     const response = await this.http.send({
       method: 'HEAD',
       segments: ['datasets', checkDatasetId(datasetId), 'query', checkQueryId(queryId)],
@@ -248,7 +285,7 @@ export class EndpointClient extends EventEmitter {
 
   /** `GET /datasets/<id>/query/<qid>?start&limit` in table JSON: one page, shape-checked. */
   async readPage(datasetId: string, queryId: string, options: PageRequest): Promise<ResultPage> {
-    const request = pageGet(datasetId, queryId, options);
+    const request = pageGet(datasetId, queryId, methodOptions(options, PAGE_KEYS, 'readPage'));
     const { text } = await this.http.text(request);
     return parseTablePage(text, request.query);
   }
@@ -258,6 +295,14 @@ export class EndpointClient extends EventEmitter {
    * The caller must consume or destroy `body` and then call `done()`.
    */
   async openPage(
+    datasetId: string,
+    queryId: string,
+    options: RawPageRequest & { readonly retry?: boolean },
+  ): Promise<HttpResponse> {
+    return this.#openPage(datasetId, queryId, methodOptions(options, OPEN_KEYS, 'openPage'));
+  }
+
+  #openPage(
     datasetId: string,
     queryId: string,
     options: RawPageRequest & { readonly retry?: boolean },
@@ -275,10 +320,11 @@ export class EndpointClient extends EventEmitter {
    * `maxResponseBytes`) and kept as bytes: the query's first page, decoded by the page engine.
    */
   async readPageBytes(datasetId: string, queryId: string, options: PageRequest): Promise<PageBytes> {
-    const { response, bytes, waitMs } = await this.http.bytes(pageGet(datasetId, queryId, options));
+    const { response, bytes, waitMs, bodyMs } = await this.http.bytes(pageGet(datasetId, queryId, options));
     return {
       bytes,
       waitMs,
+      bodyMs,
       headers: response.headers,
       info: response.info,
       codings: response.codings,
@@ -291,7 +337,8 @@ export class EndpointClient extends EventEmitter {
     if (this.#pages === undefined) {
       const http = this.http;
       this.#pages = {
-        openPage: (datasetId, queryId, options) => this.openPage(datasetId, queryId, options),
+        // Unchecked: the page engine's own requests, one per page.
+        openPage: (datasetId, queryId, options) => this.#openPage(datasetId, queryId, options),
         maxResponseBytes: http.maxResponseBytes,
         loopBudget: http.loopBudget,
         get rateLimited() {

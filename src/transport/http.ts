@@ -15,7 +15,7 @@ import { VERSION } from '../core/version.js';
 import { drain, readBounded, readText } from './body.js';
 import { CompressionPolicy } from './compression-policy.js';
 import { connectionError, isUntrustedCertificate } from './connect-errors.js';
-import { inflateResponse } from './content-encoding.js';
+import { inflateFetchedResponse, inflateResponse } from './content-encoding.js';
 import { Credentials } from './credentials.js';
 import { createDispatcher } from './dispatcher.js';
 import type { HttpRequest, HttpResponse } from './exchange.js';
@@ -42,6 +42,8 @@ export class HttpTransport {
   readonly #options: NormalizedClientOptions;
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
+  /** The dispatcher hands bodies over inflated (see the constructor). */
+  readonly #inflatesItself: boolean;
   /** The proxy requests to the service go through (as undici's agents decide it), for messages. */
   readonly #proxy: ProxyChoice | undefined;
   readonly #credentials: Credentials;
@@ -75,6 +77,9 @@ export class HttpTransport {
     this.#ownsDispatcher = options.dispatcher === undefined;
     this.#dispatcher = options.dispatcher ?? createDispatcher(options);
     this.#proxy = options.dispatcher ? undefined : proxyFor(options.baseUrl, options.proxy, process.env);
+    // An `undici` whose dispatchers cannot dispatch is not undici's HTTP client but one built on fetch
+    // (Bun's), and fetch inflates bodies itself: their bytes decide then whether they still need it.
+    this.#inflatesItself = typeof (this.#dispatcher as { dispatch?: unknown }).dispatch !== 'function';
     if (this.#proxy) {
       log?.info?.(
         `dqs-client: requests to ${options.baseUrl.origin} go through the proxy ${displayProxy(this.#proxy.url)} (from ${this.#proxy.source})`,
@@ -104,7 +109,8 @@ export class HttpTransport {
   }
 
   async close(): Promise<void> {
-    if (this.#ownsDispatcher) await this.#dispatcher.close();
+    // Bun's `undici` (built on its fetch) gives agents without close(): nothing of ours to release there.
+    if (this.#ownsDispatcher && typeof this.#dispatcher.close === 'function') await this.#dispatcher.close();
   }
 
   /**
@@ -245,9 +251,10 @@ export class HttpTransport {
     let inflated: ReturnType<typeof inflateResponse>;
     const signal = controller.signal;
     try {
-      inflated = inflateResponse(res, req.method, info, acceptEncoding, (err) =>
-        translateError(err, info, signal),
-      );
+      const translate = (err: unknown) => translateError(err, info, signal);
+      inflated = this.#inflatesItself
+        ? await inflateFetchedResponse(res, req.method, info, acceptEncoding, translate)
+        : inflateResponse(res, req.method, info, acceptEncoding, translate);
     } catch (err) {
       done();
       throw err;
@@ -303,16 +310,18 @@ export class HttpTransport {
   }
 
   /** Sends and reads the whole body as bytes (bounded by `maxResponseBytes`), for a caller that keeps them. */
-  async bytes(req: HttpRequest): Promise<{ response: HttpResponse; bytes: Buffer; waitMs: number }> {
-    const { response, body, waitMs } = await this.#whole(req, readBounded);
-    return { response, bytes: body, waitMs };
+  async bytes(
+    req: HttpRequest,
+  ): Promise<{ response: HttpResponse; bytes: Buffer; waitMs: number; bodyMs: number }> {
+    const { response, body, waitMs, bodyMs } = await this.#whole(req, readBounded);
+    return { response, bytes: body, waitMs, bodyMs };
   }
 
-  /** `waitMs`: from sending the answered attempt to its response headers. */
+  /** `waitMs`: from sending the answered attempt to its response headers; `bodyMs`: then to its last byte. */
   #whole<T>(
     req: HttpRequest,
     read: (response: HttpResponse, maxBytes: number) => Promise<T>,
-  ): Promise<{ response: HttpResponse; body: T; waitMs: number }> {
+  ): Promise<{ response: HttpResponse; body: T; waitMs: number; bodyMs: number }> {
     // The body read is inside the retried unit: a body cut short is retried like a reset.
     return this.#retrying(req, async () => {
       const sentAt = performance.now();
@@ -324,11 +333,12 @@ export class HttpTransport {
       } finally {
         response.done();
       }
+      const bodyMs = performance.now() - sentAt - waitMs;
       // undici frees a connection a turn after its body's last byte has been handed over: a request sent
       // at once (the query's first page right after its POST) would open a new connection, a round trip
       // (and a TLS handshake) more. One macrotask turn lets it reuse this one.
       await setImmediate();
-      return { response, body, waitMs };
+      return { response, body, waitMs, bodyMs };
     });
   }
 

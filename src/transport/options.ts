@@ -116,6 +116,28 @@ export interface ClientOptions {
   readonly telemetry?: boolean;
 }
 
+/** Every option of `ClientOptions`, for the check of unknown keys (the compiler keeps it complete). */
+export const CLIENT_OPTIONS = {
+  baseUrl: true,
+  apiKey: true,
+  token: true,
+  apiVersion: true,
+  timeoutMs: true,
+  maxResponseBytes: true,
+  connections: true,
+  headers: true,
+  allowInsecureHttp: true,
+  dispatcher: true,
+  proxy: true,
+  ca: true,
+  logger: true,
+  retry: true,
+  rateLimit: true,
+  compression: true,
+  telemetry: true,
+  loopBudget: true,
+} as const satisfies { readonly [K in keyof Required<ClientOptions>]: true };
+
 /** A logger of the pino / `console` shape; the methods the library calls, each optional. */
 export interface Logger {
   debug?(message: string): unknown;
@@ -231,7 +253,10 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     throw new InvalidArgumentError('baseUrl', `Expected an http: or https: URL, got ${baseUrl.protocol}`);
   }
   if (baseUrl.username || baseUrl.password) {
-    throw new InvalidArgumentError('baseUrl', 'Expected no credentials in the URL: pass the key as `apiKey`');
+    throw new InvalidArgumentError(
+      'baseUrl',
+      'Expected no credentials in the URL: pass the key as `apiKey` (or DQS_API_KEY)',
+    );
   }
   // Paths are resolved relative to the base, so it must end with '/' or its last segment would be replaced.
   if (!baseUrl.pathname.endsWith('/')) baseUrl.pathname += '/';
@@ -258,7 +283,7 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
   ) {
     throw new InvalidArgumentError(
       'baseUrl',
-      `Refusing to send the API key over plain http:// to ${baseUrl.hostname}; use https:// or pass allowInsecureHttp: true`,
+      `Refusing to send the API key over plain http:// to ${baseUrl.hostname}; use https://, or pass \`allowInsecureHttp: true\``,
     );
   }
   const apiVersion = options.apiVersion ?? API_VERSION;

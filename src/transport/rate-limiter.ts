@@ -10,7 +10,7 @@
 import { channel } from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
 import { sleep } from '../core/abortable.js';
-import { checkInteger } from '../core/validate.js';
+import { checkInteger, checkKeys, checkObject, optionKeys } from '../core/validate.js';
 
 export interface RateLimitOptions {
   /** Requests allowed in any span of `intervalMs` (also the burst size). */
@@ -25,6 +25,8 @@ export interface RateLimitOptions {
  */
 const admitted = channel('dqs-client:rate-limit:admit');
 
+const RATE_LIMIT_KEYS = optionKeys<RateLimitOptions>({ requests: true, intervalMs: true });
+
 export class RateLimiter {
   readonly #requests: number;
   readonly #intervalMs: number;
@@ -34,6 +36,12 @@ export class RateLimiter {
   #queue: Promise<void> = Promise.resolve();
 
   constructor(options: RateLimitOptions) {
+    checkKeys(
+      checkObject(options, 'rateLimit', '{ requests, intervalMs }'),
+      RATE_LIMIT_KEYS,
+      '`rateLimit` options',
+      'rateLimit.',
+    );
     const { requests, intervalMs = 60_000 } = options;
     this.#requests = checkInteger(requests, 'rateLimit.requests', 1);
     this.#intervalMs = checkInteger(intervalMs, 'rateLimit.intervalMs', 1);

@@ -12,7 +12,7 @@
 
 import { sleep } from '../core/abortable.js';
 import { ConnectionError, DqsError, RateLimitedError, ServerError, TimeoutError } from '../core/errors.js';
-import { optionalInteger } from '../core/validate.js';
+import { checkKeys, checkObject, optionalInteger, optionKeys } from '../core/validate.js';
 
 export interface RetryOptions {
   /**
@@ -50,9 +50,22 @@ function nonNegativeInt(value: unknown, name: string, fallback: number): number 
   return optionalInteger(value, `retry.${name}`, 0, fallback);
 }
 
+const RETRY_KEYS = optionKeys<RetryOptions>({
+  retries: true,
+  minDelayMs: true,
+  maxDelayMs: true,
+  deadlineMs: true,
+});
+
 export function normalizeRetryOptions(options: RetryOptions | false | undefined): NormalizedRetryOptions {
   if (options === false) return { retries: 0, minDelayMs: 0, maxDelayMs: 0, deadlineMs: 0 };
   const o = options ?? {};
+  checkKeys(
+    checkObject(o, 'retry', 'false or { retries, minDelayMs, maxDelayMs, deadlineMs }'),
+    RETRY_KEYS,
+    '`retry` options',
+    'retry.',
+  );
   return {
     retries: nonNegativeInt(o.retries, 'retries', 4),
     minDelayMs: nonNegativeInt(o.minDelayMs, 'minDelayMs', 250),

@@ -3,7 +3,9 @@
  * anything is sent, so a typo costs an exception with the argument's name instead of a round trip and a
  * vague 400. Built on the checking kit (core/validate.ts), whose integer and string checks they re-export.
  */
-import { invalid } from '../core/validate.js';
+import { RawQueryBody } from '../core/raw-body.js';
+import { checkKeys, invalid, optionKeys } from '../core/validate.js';
+import type { QueryBody, WireBody } from '../core/wire.js';
 
 export { checkInteger, checkString } from '../core/validate.js';
 
@@ -50,12 +52,28 @@ export function isQueryId(value: unknown): value is string {
   return typeof value === 'string' && QUERY_ID.test(value);
 }
 
-/** A plain JSON object for the query body: members beyond `tickers` pass through untouched. */
-export function checkQueryBody(value: unknown): Record<string, unknown> {
+const BODY_KEYS = optionKeys<QueryBody>({ tickers: true });
+
+/**
+ * The query body as it is sent: a `QueryBody` holds the spec's members alone (anything else is refused,
+ * naming the member meant: `ticker` would query the whole dataset), a `RawQueryBody` whatever it carries.
+ * Tickers are checked either way.
+ */
+export function checkQueryBody(value: unknown, argument = 'body'): WireBody {
   if (value === undefined) return {};
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw invalid('body', "a query body object such as { tickers: ['nasdaq:aapl'] }", value);
+  if (value instanceof RawQueryBody) {
+    checkTickers(value.members.tickers, `${argument}.tickers`);
+    return value.members;
   }
-  checkTickers((value as { tickers?: unknown }).tickers, 'body.tickers');
-  return value as Record<string, unknown>;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw invalid(argument, "a query body object such as { tickers: ['nasdaq:aapl'] }", value);
+  }
+  checkKeys(
+    value,
+    BODY_KEYS,
+    'members of the query body the spec shows; send others on purpose with rawBody({ … })',
+    `${argument}.`,
+  );
+  checkTickers((value as { tickers?: unknown }).tickers, `${argument}.tickers`);
+  return value as WireBody;
 }

@@ -6,10 +6,14 @@
 //   - toPolars() without nodejs-polars, and with nodejs-polars but without its native binary: a DqsError
 //     that names what is missing;
 //   - `npx dqs --help`;
+//   - the same program and the same CLI commands under Node, Deno and Bun (both devDependencies of the
+//     repository): stream, toTable, toArray, every writer, `dqs query` into every format; the bytes of
+//     every output the same on the three runtimes (issue #47);
 //   - the tarball's own contents: no source map that points at a file the package does not carry.
 // Run by .ci/run (npm run test:consumer). Installing uses npm's cache first (`--prefer-offline`): the
 // dependencies are those of the repository's lock, so they are normally cached already.
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   cpSync,
   existsSync,
@@ -136,6 +140,65 @@ try {
   await emu.close();
 }
 `;
+
+/**
+ * One program a runtime runs from the project: the emulator, the client's stream into every writer,
+ * toTable and toArray; prints the sha256 of each output and the row counts as JSON.
+ */
+const RUNTIME_RUN = `import { createHash } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { DatasetClient, toArrowIpc, toCsv, toJsonl, toParquet } from 'dqs-client';
+import { queryTotal, startEmulator } from 'dqs-client/emulator';
+
+const emu = await startEmulator({ port: 0 });
+const client = new DatasetClient({ baseUrl: emu.url, apiKey: emu.apiKey });
+const sha = (bytes) => createHash('sha256').update(bytes).digest('hex');
+try {
+  const body = { tickers: ['nasdaq:aapl', 'nyse:wmt', 'lse:tsco'] };
+  const writers = {
+    arrow: () => toArrowIpc(),
+    arrows: () => toArrowIpc({ format: 'stream' }),
+    parquet: () => toParquet(),
+    csv: () => toCsv(),
+    jsonl: () => toJsonl(),
+  };
+  const digests = {};
+  for (const [name, writer] of Object.entries(writers)) {
+    const hash = createHash('sha256');
+    const sink = new Writable({ write(chunk, _encoding, callback) { hash.update(chunk); callback(); } });
+    await pipeline(client.stream('web_traffic', body, { pageSize: 700 }), writer(), sink);
+    digests[name] = hash.digest('hex');
+  }
+  const table = await (await client.query('web_traffic', body)).toTable();
+  const rows = await (await client.query('web_traffic', body)).toArray({ dates: 'string' });
+  console.log(JSON.stringify({
+    digests,
+    expected: queryTotal('web_traffic', body),
+    table: table.numRows,
+    array: rows.length,
+    arrayDigest: sha(JSON.stringify(rows)),
+  }));
+} finally {
+  await client.close();
+  await emu.close();
+}
+`;
+
+/** How each runtime runs a file of the project (Deno: npm packages from its node_modules). */
+function runtimes() {
+  const bin = (name) => join(repo, 'node_modules/.bin', name);
+  const found = {
+    node: [process.execPath],
+    deno: [bin('deno'), 'run', '-A', '--node-modules-dir=manual'],
+    bun: [bin('bun')],
+  };
+  for (const name of ['deno', 'bun']) {
+    if (!existsSync(found[name][0]))
+      throw new Error(`node_modules/.bin/${name} is missing: npm ci (${name} is a devDependency)`);
+  }
+  return found;
+}
 
 try {
   await step('npm pack', () => {
@@ -292,6 +355,41 @@ void main().catch((err: unknown) => {
     }
     rmSync(join(project, 'node_modules/nodejs-polars'), { recursive: true });
   });
+
+  // The same program and CLI under every runtime; the outputs must be the same bytes everywhere.
+  const outputs = {};
+  for (const [runtime, command] of Object.entries(runtimes())) {
+    await step(`${runtime}: stream into every writer, toTable, toArray, dqs query into every format`, () => {
+      const dir = join(project, `on-${runtime}`);
+      mkdirSync(dir);
+      write(join(project, `run-${runtime}.mjs`), RUNTIME_RUN);
+      const out = JSON.parse(run(command[0], [...command.slice(1), `run-${runtime}.mjs`], { cwd: project }));
+      if (!(out.expected > 0) || out.table !== out.expected || out.array !== out.expected) {
+        throw new Error(`rows: ${JSON.stringify(out)}`);
+      }
+      const cli = join(project, 'node_modules/dqs-client/dist/cli/main.js');
+      const files = {};
+      for (const ext of ['arrow', 'arrows', 'parquet', 'csv', 'jsonl']) {
+        const file = join(dir, `aapl.${ext}`);
+        run(
+          command[0],
+          [...command.slice(1), cli, 'query', 'job_listings', '--ticker', 'nasdaq:aapl', '--out', file, '-q'],
+          {
+            cwd: project,
+            env: { XDG_CACHE_HOME: join(dir, 'cache') },
+          },
+        );
+        files[ext] = createHash('sha256').update(readFileSync(file)).digest('hex');
+      }
+      outputs[runtime] = { digests: out.digests, arrayDigest: out.arrayDigest, files };
+      const node = outputs.node;
+      if (node && JSON.stringify(outputs[runtime]) !== JSON.stringify(node)) {
+        throw new Error(
+          `outputs differ from Node's:\n${JSON.stringify(outputs[runtime], null, 1)}\nNode:\n${JSON.stringify(node, null, 1)}`,
+        );
+      }
+    });
+  }
 
   await step('npx dqs --help', () => {
     const out = run('npx', ['--no-install', 'dqs', '--help'], { cwd: project });

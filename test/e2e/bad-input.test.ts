@@ -987,13 +987,13 @@ const cliCases: CliCase[] = [
     input: 'key with a line break',
     args: (c) => ['datasets', '--base-url', c[1]!, '--api-key', 'a\nb'],
     exit: 2,
-    stderr: /Invalid `apiKey`.*not shown/,
+    stderr: /Invalid --api-key: .*not shown/,
   },
   {
     input: 'base URL not a URL',
     args: () => ['datasets', '--base-url', 'not a url', '--api-key', 'k'],
     exit: 2,
-    stderr: /Invalid `baseUrl`/,
+    stderr: /Invalid --base-url: /,
   },
   {
     input: 'key over plain http:// to a remote host',

@@ -8,6 +8,7 @@ import { lookup } from 'node:dns/promises';
 import { connect as tcpConnect } from 'node:net';
 import { defaultCacheDir } from '../../cache/options.js';
 import { DqsError } from '../../core/errors.js';
+import { proxyVariable } from '../../transport/connect-errors.js';
 import { firstHeader } from '../../transport/headers.js';
 import { displayProxy, noProxyValue, parseProxyUrl, proxyFor } from '../../transport/proxy.js';
 import { flag, JSON_OPTION, positionals, str } from '../args.js';
@@ -15,7 +16,7 @@ import type { Command, CommandContext } from '../command.js';
 import { readCaFile } from '../connection.js';
 import { ExitCode } from '../exit-codes.js';
 import { printJson } from '../print.js';
-import { hintFor } from '../report.js';
+import { hintFor, inCliTerms, proxyFlagOrVariable } from '../report.js';
 
 type Status = 'ok' | 'fail' | 'skip' | 'info';
 
@@ -40,7 +41,7 @@ async function timed(
     const detail = await run();
     return { name, status: 'ok', ms: Math.round(performance.now() - start), detail };
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
+    const message = inCliTerms(err instanceof Error ? err.message : String(err));
     return {
       name,
       status: 'fail',
@@ -107,7 +108,7 @@ export const doctorCommand: Command = {
     const config = [
       `base URL ${base} (${embedded ? 'embedded emulator: no --base-url or DQS_BASE_URL' : baseFlag ? '--base-url' : 'DQS_BASE_URL'})`,
       `key from ${embedded ? 'the embedded emulator' : keySource(ctx, v)}`,
-      `proxy ${proxy ? `${displayProxy(proxy.url)} (from ${proxy.source})` : 'none'}`,
+      `proxy ${proxy ? `${displayProxy(proxy.url)} (from ${proxyFlagOrVariable(proxy)})` : 'none'}`,
       ...(proxyVars.length ? [proxyVars.join(' ')] : []),
       ...(noProxyValue(env) ? [`NO_PROXY=${noProxyValue(env)}`] : []),
       `CA ${[caFile && `--ca-file ${caFile}`, env.NODE_EXTRA_CA_CERTS && `NODE_EXTRA_CA_CERTS=${env.NODE_EXTRA_CA_CERTS}`].filter(Boolean).join(', ') || "Node's roots only"}`,
@@ -140,8 +141,8 @@ export const doctorCommand: Command = {
             () => tcp(hop.host, hop.port),
             () =>
               proxy
-                ? `the proxy ${displayProxy(proxy.url)} (from ${proxy.source}) is not reachable: is it running, is the URL right? (--proxy, HTTPS_PROXY; NO_PROXY to bypass it)`
-                : `nothing answers at ${hop.host}:${hop.port}: is the service running there? A firewall may require a proxy (HTTPS_PROXY)`,
+                ? `the proxy ${displayProxy(proxy.url)} (from ${proxyFlagOrVariable(proxy)}) is not reachable: is it running, is the URL right? (NO_PROXY bypasses it)`
+                : `nothing answers at ${hop.host}:${hop.port}: is the service running there? A firewall may require a proxy (${proxyVariable(target)}, or --proxy URL)`,
           )
         : skipped('tcp');
     checks.push(tcpCheck);
@@ -158,9 +159,11 @@ export const doctorCommand: Command = {
                 return `${displayProxy(proxy.url)} opened a tunnel to ${host}:${port}`;
               },
               (err) =>
-                (err as { status?: number }).status === 407
-                  ? 'the proxy wants credentials (407): http://USER:PASSWORD@host:port in --proxy or HTTPS_PROXY'
-                  : `the proxy would not connect to ${host}:${port}: ask whoever runs it, or check NO_PROXY`,
+                (err as { status?: number }).status !== 407
+                  ? `the proxy would not connect to ${host}:${port}: ask whoever runs it, or check NO_PROXY`
+                  : proxy.url.username
+                    ? `the proxy refused the user and password in its URL (407, wrong credentials): check them in ${proxyFlagOrVariable(proxy)}`
+                    : `the proxy wants credentials (407): http://USER:PASSWORD@host:port in ${proxyFlagOrVariable(proxy)}`,
             )
           : skipped('proxy'),
       );

@@ -63,7 +63,7 @@ export const queryCommand: Command = {
     'batch-size': {
       type: 'string',
       arg: 'N',
-      help: 'Rows per Arrow record batch written (default: the page size).',
+      help: 'Arrow IPC output only: rows per record batch in the file (default 65536), whatever the page size.',
     },
     'null-text': {
       type: 'string',
@@ -111,6 +111,13 @@ export const queryCommand: Command = {
         'query',
       );
     }
+    const batchSize = int('query', v, 'batch-size', 1);
+    if (batchSize !== undefined && format !== 'arrow' && format !== 'arrows') {
+      throw new UsageError(
+        '--batch-size N is for Arrow IPC output (.arrow, .arrows, --out -); Parquet row groups are 65536 rows',
+        'query',
+      );
+    }
     const json = flag(v, 'json');
     if (json && toStdout) {
       throw new UsageError(
@@ -136,7 +143,10 @@ export const queryCommand: Command = {
       const { client } = await ctx.connect();
       const fromCache = cacheNote(client, ctx);
       const [stages, progress] = await Promise.all([
-        writerFor(format, nullText === undefined ? {} : { nullText }),
+        writerFor(format, {
+          ...(nullText === undefined ? {} : { nullText }),
+          ...(batchSize === undefined ? {} : { batchSize }),
+        }),
         createProgress(ctx.io.stderr, !ctx.quiet),
       ]);
       const stream = client.stream(dataset!, tickers.length ? { tickers } : {}, {
@@ -282,12 +292,7 @@ async function commitTarget(target: OutputTarget): Promise<number> {
 }
 
 function streamOptions(v: Values): StreamOptions {
-  const batchSize = int('query', v, 'batch-size', 1);
-  return {
-    ...streamFlags('query', v, 'concurrency'),
-    ...decoderFromEnv(),
-    ...(batchSize !== undefined ? { batchSize } : {}),
-  };
+  return { ...streamFlags('query', v, 'concurrency'), ...decoderFromEnv() };
 }
 
 /** Passes bytes through and counts them: the size of what went to stdout. */

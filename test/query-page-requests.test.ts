@@ -1,16 +1,19 @@
 /**
- * A page's network slot and its decode: the slot goes back as soon as the body has been read (the next
- * request leaves while the page decodes), and decodes take turns with I/O (bodies that end together do
- * not decode back to back while requests wait unsent). Both were found on the WAN bench: at concurrency
- * 32, a round of pages ending together held the next requests unsent for 0.55-0.87 s.
+ * A page's requests and its decode: a request's slot goes back as soon as its body has been read (the
+ * next request leaves while the page decodes), and decodes take turns with I/O (bodies that end together
+ * do not decode back to back while requests wait unsent). Both were found on the WAN bench: at
+ * concurrency 32, a round of pages ending together held the next requests unsent for 0.55-0.87 s.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { describe, expect, it } from 'vitest';
 import { planColumns } from '../src/convert/index.js';
 import { LoopBudget } from '../src/core/loop-budget.js';
 import { PageDecoder } from '../src/decode/index.js';
-import { FAR_ANSWER_MS, FAR_INITIAL_LIMIT } from '../src/query/concurrency.js';
+import { DatasetClient } from '../src/index.js';
+import { UNMEASURED_LIMIT } from '../src/query/concurrency.js';
+import { INITIAL_WAVE } from '../src/query/link-constants.js';
 import type { PageTiming } from '../src/query/page-fetcher.js';
+import { startServe } from './cli-helpers.js';
 import { field } from './convert-fixtures.js';
 import { setup } from './helpers.js';
 
@@ -44,40 +47,51 @@ describe('page slots', () => {
 });
 
 describe('where the limit starts', () => {
-  it("from 4 on a near service, from 8 when the query's own answers took 20 ms or more", async () => {
-    // The limit's changes made before the stream's first page request reached the service.
-    const atStart = async (latencyMs: number) => {
-      const { client, emu } = await setup({ rowCap: 30_000, latencyMs });
-      const result = await client.query('job_listings', {});
-      const before = emu.requests.length;
-      const early: number[] = [];
-      client.on('concurrency', (c: { limit: number }) => {
-        if (emu.requests.length === before) early.push(c.limit);
-      });
-      for await (const _ of result.stream({ pageSize: 2000 }));
-      return { early, answered: client.http.fastestAnswerMs! };
+  it("from the query's own first page: a far service's first wave is larger; without one, the default", async () => {
+    // The limit the stream's first page requests went out under: its first 'concurrency' event comes
+    // from the first page (before any request), or there is none before the first answer.
+    const atStart = async (flags: string[], format?: 'csv') => {
+      // The emulator in a process of its own: in this one, its work would slow the client's reads.
+      const serve = await startServe(['--api-key', 'k', '--row-cap', '30000', ...flags]);
+      const client = new DatasetClient({ baseUrl: serve.url, apiKey: 'k' });
+      try {
+        const result = await client.query('job_listings', {});
+        // Page requests the stream has created (undici's own channel): before the first, the first wave.
+        let created = 0;
+        const onCreate = () => created++;
+        subscribe('undici:request:create', onCreate);
+        let limit: number | undefined;
+        const stream = result.stream(format ? { format } : {});
+        stream.on('concurrency', (c: { limit: number }) => {
+          if (created === 0) limit = c.limit;
+        });
+        try {
+          for await (const _ of stream);
+        } finally {
+          unsubscribe('undici:request:create', onCreate);
+        }
+        return limit ?? UNMEASURED_LIMIT;
+      } finally {
+        await client.close();
+        await serve.stop();
+      }
     };
-    // The client decides on its own measurement: from 8 exactly when its fastest answer took FAR_ANSWER_MS
-    // or more, so each run is checked against what it measured. Loopback answers in a few ms, but on a
-    // loaded 2-core machine the fastest answer took 25-55 ms (and the client rightly went far): up to 3
-    // runs for a near one. Should none be near, the "from 4" side was not exercised, which is said.
-    const decided = (r: { early: number[]; answered: number }) =>
-      expect(r.early).toEqual(r.answered < FAR_ANSWER_MS ? [] : [FAR_INITIAL_LIMIT]);
-    let near = await atStart(0);
-    decided(near);
-    for (let i = 0; i < 2 && near.answered >= FAR_ANSWER_MS; i++) {
-      near = await atStart(0);
-      decided(near);
-    }
-    if (near.answered >= FAR_ANSWER_MS) {
-      console.warn(`near side not exercised: the fastest loopback answer took ${near.answered} ms`);
-    }
-    // 25 ms of latency puts the answers past the threshold; the bound is the threshold the client decides
-    // on, not the latency asked for: a timer may fire a fraction of a millisecond before 25 ms have passed
-    // on performance.now()'s clock (24.83 ms was seen).
-    const far = await atStart(25);
-    expect(far.answered).toBeGreaterThanOrEqual(FAR_ANSWER_MS);
-    expect(far.early).toEqual([FAR_INITIAL_LIMIT]);
+    // 40 ms away, 25 MB/s per connection: the first page (1,000 rows, 0.4 MB) waited ~90 ms and came in
+    // ~17: a connection is busy only a fifth of a page's time, so the first wave is several requests.
+    const far = await atStart([
+      '--latency-ms',
+      '40',
+      '--page-time-ms',
+      '30',
+      '--row-time-ms',
+      '0.02',
+      '--connection-bandwidth',
+      '25MB',
+    ]);
+    expect(far).toBeGreaterThan(UNMEASURED_LIMIT);
+    expect(far).toBeLessThanOrEqual(INITIAL_WAVE);
+    // CSV streams have no page read with the query: nothing measured, the default.
+    expect(await atStart([], 'csv')).toBe(UNMEASURED_LIMIT);
   }, 60_000);
 });
 
