@@ -7,13 +7,12 @@
 //   factory             JSON.parse, then the library's per-schema row constructor (makeRowFactory).
 //   decoder + factory   the byte decoder (exact strings), then row objects straight from its columns
 //                       (makeColumnRowFactory): what `stream({ output: 'rows' })` runs per page.
-//   row decoder         row objects straight from the bytes (FastRowDecoder): what `toArray()` runs.
+//   row decoder         row objects straight from the bytes (FastTableDecoder with `rows`): what `toArray()` runs.
 // And the construction step alone, on pages parsed beforehand: naive loop vs factory.
 import { parseArgs } from 'node:util';
 import { makeColumnRowFactory, makeRowFactory, planColumns } from '../dist/convert/index.js';
 import { parseTablePage } from '../dist/decode/index.js';
 import { FastTableDecoder } from '../dist/decode/table-json-fast.js';
-import { FastRowDecoder } from '../dist/decode/table-json-rows.js';
 import { emulatorPages, naiveRowMaker } from './shared.js';
 
 const { values } = parseArgs({
@@ -65,7 +64,7 @@ const cases = {
     }
   },
   'row decoder': () => {
-    const decoder = new FastRowDecoder(plan);
+    const decoder = new FastTableDecoder(plan, { rows: { dates: 'date' } });
     for (const { buf, where } of pages) sink += decoder.decode(buf, where).objects.length;
   },
 };

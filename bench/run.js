@@ -39,6 +39,7 @@ const base = [
   'bytes',
   'json-parse',
   'naive',
+  'naive-all',
   'lib-table',
   'lib-table-c2',
   'lib-table-jsonparse',
@@ -87,6 +88,7 @@ for (const name of new Set([
   ...(names.some((n) => n.includes('csv')) ? ['csv-parse'] : []),
   ...(names.includes('lib-table-xlsx') ? ['lib-table-xlsx'] : []),
   ...(names.includes('naive') ? ['naive'] : []),
+  ...(names.includes('naive-all') ? ['naive-all'] : []),
   // The server caches compressed pages too: without this the first round's compressed pages wait for gzip.
   ...(names.some((n) => n.includes('ipc-file')) ? ['lib-ipc-file-gzip'] : []),
 ])) {

@@ -66,6 +66,7 @@ export {
   TimeoutError,
   TruncatedError,
 } from './core/errors.js';
+export type { LoopBudget } from './core/loop-budget.js';
 export { RawQueryBody, rawBody } from './core/raw-body.js';
 export { VERSION } from './core/version.js';
 export {

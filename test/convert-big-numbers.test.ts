@@ -6,7 +6,6 @@
  */
 import { DataType, type Table } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { quoteBigIntegers } from '../src/decode/table-json.js';
 import { exactIntegerCells } from '../src/decode/xlsx.js';
 import { InvalidValueError } from '../src/index.js';
 import { expectRejects, setup } from './helpers.js';
@@ -118,16 +117,5 @@ describe('exactIntegerCells (XLSX worksheet text)', () => {
     for (let cut = 1; cut < xml.length; cut += 7) {
       expect(await rewrite([xml.slice(0, cut), xml.slice(cut)])).toBe(expected);
     }
-  });
-});
-
-describe('quoteBigIntegers (table JSON reference)', () => {
-  it('quotes integer literals past ±2^53 only, outside strings', () => {
-    expect(quoteBigIntegers('[9007199254740993,9007199254740992,-9007199254740993,1.5e300]')).toBe(
-      '["9007199254740993",9007199254740992,"-9007199254740993",1.5e300]',
-    );
-    expect(quoteBigIntegers('["9007199254740993x",12345678901234567.5]')).toBe(
-      '["9007199254740993x",12345678901234567.5]',
-    );
   });
 });

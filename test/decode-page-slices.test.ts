@@ -13,6 +13,7 @@ import { Table, tableToIPC } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { makeColumnRowFactory, planColumns, RecordBatchBuilder } from '../src/convert/index.js';
 import type { ColumnPlan } from '../src/convert/plan.js';
+import { LoopBudget } from '../src/core/loop-budget.js';
 import { type PageBody, PageDecoder } from '../src/decode/index.js';
 import { FastTableDecoder } from '../src/decode/table-json-fast.js';
 import { DatasetClient, InvalidValueError, MediaType } from '../src/index.js';
@@ -50,7 +51,7 @@ function ipcOf(plan: ColumnPlan[], page: Parameters<RecordBatchBuilder['appendDe
 describe('page decoding in slices', () => {
   it('lets the event loop turn while a big page is decoded', async () => {
     const { bytes, plan } = await bigPage();
-    const decoder = new PageDecoder('json', plan, { fast: true, strings: 'utf8' });
+    const decoder = new PageDecoder('json', plan, { fast: true, strings: 'utf8', budget: new LoopBudget() });
     // Before, the decode took one turn to start and then ran to its end in one go.
     const turns = loopTurns();
     const decoded = await decoder.decode(wholeBody(bytes), { start: 1, limit: ROWS });
@@ -183,7 +184,11 @@ describe('page decoding in slices', () => {
         for await (const chunk of await result.download({ start: 1, limit: rows, format: 'csv' }))
           parts.push(chunk as Buffer);
       }
-      const decoder = new PageDecoder(format, plan, { fast: true, strings: 'utf8' });
+      const decoder = new PageDecoder(format, plan, {
+        fast: true,
+        strings: 'utf8',
+        budget: new LoopBudget(),
+      });
       const page = await decoder.decode(wholeBody(Buffer.concat(parts)), { start: 1, limit: rows });
       expect(page.part).toMatchObject({ length: rows });
       const columns = (page.part as unknown as { columns: { kind: string; values?: ArrayLike<number> }[] })

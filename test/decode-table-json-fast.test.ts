@@ -112,7 +112,7 @@ const CHUNKINGS = [[1], [3, 17, 1, 64, 5, 250, 2], [4096, 7, 65536]];
 
 /** `bytes` decoded as they arrive, in chunks of `sizes` in turn, rows cut at every chunk's end. */
 function streamDecode(decoder: FastTableDecoder, bytes: Buffer, sizes: readonly number[]) {
-  const stream = decoder.stream(where, bytes.length, 1);
+  const stream = decoder.stream(where, bytes.length);
   for (let at = 0, k = 0; at < bytes.length; k++) {
     const size = sizes[k % sizes.length]!;
     // A copy: the stream must not keep a view of a chunk it was given (the socket's memory).
@@ -471,12 +471,8 @@ describe('readTableEnvelope', () => {
     expect(read).toBe(300);
   });
 
-  it('reads the members after the rows backward: any order, spacing, and quotes or brackets in strings', () => {
+  it('reads the members around the rows forward: any order, spacing, and quotes or brackets in strings', () => {
     const reserved = ['rows', 'fields', 'total', 'count', 'start', 'last_date_updated'];
-    // An array whose last element is an array is taken for `rows` (see membersAfterRows): not fuzzed here.
-    const endsInArray = (v: unknown) => Array.isArray(v) && v.length > 0 && Array.isArray(v[v.length - 1]);
-    // An integer literal past ±2^53 declines the page (only the reference keeps its digits): not here either.
-    const bigInteger = (v: unknown) => /(^|[^\d.eE+-])-?\d{16,}([^\d.eE]|$)/.test(JSON.stringify(v) ?? '');
     const key = fc.string().filter((k) => !reserved.includes(k) && !/["\\\u0000-\u001f]/.test(k));
     fc.assert(
       fc.property(
@@ -485,18 +481,14 @@ describe('readTableEnvelope', () => {
           fc.record({
             id: trickyText,
             summary: trickyText,
-            options: fc.jsonValue().filter((v) => !bigInteger(v)),
+            options: fc.jsonValue(),
           }),
           {
             minLength: 1,
             maxLength: 4,
           },
         ),
-        fc.dictionary(
-          key,
-          fc.jsonValue().filter((v) => !endsInArray(v) && !bigInteger(v)),
-          { maxKeys: 3 },
-        ),
+        fc.dictionary(key, fc.jsonValue(), { maxKeys: 3 }),
         fc.array(fc.nat(), { minLength: 16, maxLength: 16 }),
         fc.constantFrom(0, 1, '\t'),
         (rows, descriptors, extra, order, indent) => {
@@ -519,7 +511,8 @@ describe('readTableEnvelope', () => {
         ['nyse:ge', null, null, -2, false, '\u00e9"'],
       ]),
     );
-    const rowsAt: [number, number] = [valid.indexOf('"rows":') + 7, valid.indexOf(',"fields":')];
+    const bytes = Buffer.from(valid);
+    const rowsAt: [number, number] = [bytes.indexOf('"rows":') + 7, bytes.indexOf(',"fields":')];
     forEachGarbling(valid, (bytes, at) => {
       sameOrDeclined(bytes, at, rowsAt);
     });
@@ -540,13 +533,14 @@ describe('readTableEnvelope', () => {
     // What is wrong inside a row is the decoder's to find (the stream reports it, naming the page).
     expect(readTableEnvelope(page('[["a"],[01]]'))?.rowCount).toBe(1);
     expect(readTableEnvelope(page('[["a"],{"b":1}]'))?.rowCount).toBe(1);
-    // A duplicate `rows` before the last: the envelope is read without delimiting the rows, so it cannot
-    // see the second; the stream's decoder declines the page and the reference rejects it (DQS_DECODE:
-    // JSON.parse would keep the last `rows` without a word), naming the member.
-    expect(readTableEnvelope(page(ok, '"rows":[],'))).toBeDefined();
-    expect(() => parseTablePage(page(ok, '"rows":[],').toString(), { start: 1, limit: 5 })).toThrow(
-      /"rows" appears more than once/,
-    );
+    // A member twice, whatever its name (`rows` too): declined, and the reference names it (JSON.parse
+    // would keep the last one without a word).
+    for (const twice of ['"rows":[],', '"id":"y",', '"state":"complete",']) {
+      expect(readTableEnvelope(page(ok, twice))).toBeUndefined();
+      expect(() => parseTablePage(page(ok, twice).toString(), { start: 1, limit: 5 })).toThrow(
+        /appears more than once/,
+      );
+    }
     for (const bytes of [
       page(ok, '"count":1,'), // a duplicate member the envelope reports
       empty('[["a"]]'), // rows in an empty page: no decoder would read them

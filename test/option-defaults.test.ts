@@ -10,6 +10,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_MAX_BYTES, normalizeCacheOptions } from '../src/cache/options.js';
+import { LoopBudget } from '../src/core/loop-budget.js';
 import { ROW_CAP } from '../src/core/wire.js';
 import { DEFAULT_OPTIONS, normalizeOptions } from '../src/emulator/options.js';
 import { DEFAULT_BATCH_SIZE } from '../src/output/fixed-batches.js';
@@ -151,6 +152,12 @@ const DESCRIBED: Record<string, () => void> = {
   'analytics/dataframes.ts#tempDir': () =>
     source('analytics/dataframes.ts', /options\.tempDir \?\? tmpdir\(\)/),
   'cache/options.ts#dir': () => expect(cache.dir).toBe('/home/u/.cache/dqs-client'),
+  'transport/options.ts#loopBudget': () => {
+    const a = normalizeClientOptions({ baseUrl: 'http://127.0.0.1:1/', apiKey: 'k' });
+    const b = normalizeClientOptions({ baseUrl: 'http://127.0.0.1:1/', apiKey: 'k' });
+    expect(a.loopBudget).toBeInstanceOf(LoopBudget);
+    expect(a.loopBudget).not.toBe(b.loopBudget);
+  },
   'client.ts#maxRows': () =>
     source('client.ts', /optionalInteger\(options\.maxRows, 'maxRows', 0, ROW_CAP\)/),
   'client.ts#firstPageRows': () => {

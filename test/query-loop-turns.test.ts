@@ -9,7 +9,8 @@
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { describe, expect, it } from 'vitest';
-import { TURN_BYTES, tookBytes } from '../src/query/read-turns.js';
+import { LoopBudget, TURN_BYTES } from '../src/core/loop-budget.js';
+import { DatasetClient } from '../src/index.js';
 import { loopTurns, setup } from './helpers.js';
 
 const ROWS = 10_000;
@@ -62,21 +63,75 @@ describe('page bodies read in turns', () => {
     },
   );
 
-  it('counts the bytes taken in a turn, for every body of the process together', async () => {
+  it("counts the bytes taken in a turn, for every body of the budget together, not another budget's", async () => {
     // A macrotask queued before the turn's first bytes: it runs before the turn is over.
     let turned = false;
     setImmediate(() => {
       turned = true;
     });
-    expect(tookBytes(TURN_BYTES / 2)).toBeUndefined();
-    // The budget is the process's: another body's chunk in the same turn fills it.
-    const later = tookBytes(TURN_BYTES / 2);
+    const budget = new LoopBudget();
+    const other = new LoopBudget();
+    expect(budget.tookBytes(TURN_BYTES / 2)).toBeUndefined();
+    expect(other.tookBytes(TURN_BYTES / 2)).toBeUndefined();
+    // Another body's chunk in the same turn fills it; the other budget's did not count.
+    const later = budget.tookBytes(TURN_BYTES / 2);
     expect(later).toBeInstanceOf(Promise);
-    expect(tookBytes(1)).toBe(later);
+    expect(budget.tookBytes(1)).toBe(later);
     await later;
     // Settled in a later macrotask, with the count started again.
     expect(turned).toBe(true);
-    expect(tookBytes(1)).toBeUndefined();
+    expect(budget.tookBytes(1)).toBeUndefined();
+  });
+
+  it('two clients handed one budget take of each turn what one takes (module state no more)', async () => {
+    const { emu, client: first } = await setup({ seed: 3, rowCap: 2 * ROWS }, { compression: false });
+    const second = new DatasetClient({
+      baseUrl: emu.url,
+      apiKey: emu.apiKey,
+      compression: false,
+      loopBudget: first.loopBudget,
+    });
+    expect(second.loopBudget).toBe(first.loopBudget);
+    // A client of its own has a budget of its own: clients share only what they are handed.
+    const alone = new DatasetClient({ baseUrl: emu.url, apiKey: emu.apiKey });
+    expect(alone.loopBudget).not.toBe(first.loopBudget);
+    await alone.close();
+    try {
+      const [a, b] = [await first.query('job_listings', {}), await second.query('web_traffic', {})];
+      // What the budget counts, turn by turn (observed on the object both clients were handed): a turn
+      // of the count ends in a macrotask queued before the budget's own, so the two end together.
+      const budget = first.loopBudget;
+      const took = budget.tookBytes.bind(budget);
+      const perTurn: number[] = [0];
+      let counting = false;
+      budget.tookBytes = (n: number) => {
+        if (!counting) {
+          counting = true;
+          setImmediate(() => {
+            counting = false;
+            perTurn.push(0);
+          });
+        }
+        perTurn[perTurn.length - 1]! += n;
+        return took(n);
+      };
+      try {
+        // One body at a time per client: two bodies in flight, each may take one chunk (up to 64 kB)
+        // more once the turn's bytes are spent.
+        const options = { pageSize: ROWS, concurrency: 1, decoder: 'fast' } as const;
+        const [ta, tb] = await Promise.all([a.toTable(options), b.toTable(options)]);
+        expect(ta.numRows + tb.numRows).toBe(4 * ROWS);
+      } finally {
+        budget.tookBytes = took;
+      }
+      // Both clients' bodies went through it (the pages after their first), at most TURN_BYTES a turn
+      // together, give or take a chunk per body: with a budget each, two clients took twice TURN_BYTES
+      // in a turn (512 kB).
+      expect(perTurn.reduce((x, y) => x + y, 0)).toBeGreaterThan(4 * TURN_BYTES);
+      expect(Math.max(...perTurn)).toBeLessThanOrEqual(TURN_BYTES + 2 * 64 * 1024);
+    } finally {
+      await second.close();
+    }
   });
 });
 

@@ -7,6 +7,7 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { describe, expect, it } from 'vitest';
 import { planColumns } from '../src/convert/index.js';
+import { LoopBudget } from '../src/core/loop-budget.js';
 import { PageDecoder } from '../src/decode/index.js';
 import { DatasetClient } from '../src/index.js';
 import { UNMEASURED_LIMIT } from '../src/query/concurrency.js';
@@ -114,7 +115,11 @@ describe('decode turns', () => {
     );
 
   it('page bodies read at once decode one per turn of the event loop, I/O between them', async () => {
-    const decoder = new PageDecoder('json', planColumns(fields), { fast: true, strings: 'utf8' });
+    const decoder = new PageDecoder('json', planColumns(fields), {
+      fast: true,
+      strings: 'utf8',
+      budget: new LoopBudget(),
+    });
     const log: string[] = [];
     // A stand-in for I/O: a callback of each turn of the event loop, as a socket read or write would be.
     let turns = 0;

@@ -84,6 +84,15 @@ export function makeRowFactory(plan: readonly ColumnPlan[], options: RowOptions 
   return build(readers, rowShapeError);
 }
 
+/**
+ * The row value of a non-null wire value of `column`, as `makeRowFactory` makes it: for the byte decoders'
+ * rare values, so both paths give the same. An invalid value throws its `InvalidValueError`.
+ */
+export function rowValueOf(column: ColumnPlan, dates: DatesAs): (v: WireValue) => unknown {
+  const read = valueReader(column.kind, column.id, false, column.bigNumbers, dates);
+  return (v) => read(v, 0, undefined);
+}
+
 function valueReader(
   kind: ColumnKind,
   column: string,

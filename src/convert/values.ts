@@ -8,6 +8,7 @@
 import { InvalidValueError, type ResultLocation } from '../core/errors.js';
 import type { ColumnKind } from './column-kind.js';
 import { parseDateDays, parseTimestampMs } from './dates.js';
+import { exactInteger, keepsDigits } from './numbers.js';
 
 /** What a value of each kind must look like, for `InvalidValueError.expected`. */
 export const EXPECTED: Readonly<Record<ColumnKind, string>> = {
@@ -47,46 +48,18 @@ export function parseDecimal(s: string): number {
 /** 2^53: from here on a double cannot tell consecutive integers apart. */
 const TWO_POW_53 = 9_007_199_254_740_992;
 
-/** An integer literal: an optional sign and digits only (its value is exact as text). */
-export function isIntegerLiteral(s: string): boolean {
-  const n = s.length;
-  let i = s.charCodeAt(0) === 45 || s.charCodeAt(0) === 43 ? 1 : 0;
-  if (i >= n) return false;
-  for (; i < n; i++) if (!isDigit(s.charCodeAt(i))) return false;
-  return true;
-}
-
-/** 2^53's digits: the largest integer literal a double is sure to hold exactly. */
-const TWO_POW_53_DIGITS = '9007199254740992';
-
 /**
- * Whether `s` is an integer literal outside ±2^53, which a double may round (`9007199254740993` reads as
- * ...992). Checked on the parsed double first: a literal inside the range parses to less than 2^53 in
- * magnitude or exactly 2^53, so only those need their digits compared.
+ * A JSON number as is, or a decimal numeric string (a literal the decoders kept as its text, a CSV field,
+ * a service that declares everything `string`) when its double keeps every digit it carries (numbers.ts);
+ * NaN otherwise, never a rounded value.
  */
-export function isBigIntegerText(s: string): boolean {
-  const x = +s;
-  return (x >= TWO_POW_53 || x <= -TWO_POW_53) && isIntegerLiteral(s) && pastTwoPow53(s);
-}
-
-/** For an integer literal whose double is 2^53 or more in magnitude: whether its exact value is past it. */
-function pastTwoPow53(s: string): boolean {
-  let i = s.charCodeAt(0) === 45 || s.charCodeAt(0) === 43 ? 1 : 0;
-  while (i < s.length - 1 && s.charCodeAt(i) === 48) i++;
-  const digits = s.length - i;
-  if (digits !== TWO_POW_53_DIGITS.length) return digits > TWO_POW_53_DIGITS.length;
-  return s.slice(i) > TWO_POW_53_DIGITS;
-}
-
-/** A JSON number as is, or a decimal numeric string (services that declare everything `string`). */
 export function toNumber(v: unknown): number {
   // JSON has no infinities: a non-finite number is a literal too large for a double (`1e400`), an
   // invalid value like its string spelling, not Infinity.
   if (typeof v === 'number') return Number.isFinite(v) ? v : Number.NaN;
   if (typeof v === 'string') {
     const x = parseDecimal(v);
-    // A big integer (the decoders hand those over as their text) would be rounded: never silently.
-    return (x >= TWO_POW_53 || x <= -TWO_POW_53) && isIntegerLiteral(v) && pastTwoPow53(v) ? Number.NaN : x;
+    return Number.isNaN(x) || keepsDigits(v, x) ? x : Number.NaN;
   }
   return Number.NaN;
 }
@@ -94,47 +67,34 @@ export function toNumber(v: unknown): number {
 /** How `number` columns carry their values (the `bigNumbers` stream option). */
 export type BigNumbers = 'error' | 'bigint' | 'string';
 
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
-
 /**
- * `bigNumbers: 'bigint'`: an integer → its exact BigInt (an integer literal, or a double that is a safe
- * integer); undefined for anything else (a fraction, a non-number, a rounded double, past Int64's range).
+ * `bigNumbers: 'bigint'`: an integer → its exact BigInt (a double within ±2^53, or the text of a literal
+ * in any spelling: `9007199254740993`, `9.007199254740993e15`); undefined for anything else (a fraction,
+ * a non-number, past Int64's range).
  */
 export function toBigIntValue(v: unknown): bigint | undefined {
-  let x: bigint;
   if (typeof v === 'number') {
-    if (!Number.isSafeInteger(v)) return undefined;
-    x = BigInt(v);
-  } else if (typeof v === 'string') {
-    if (isIntegerLiteral(v)) x = BigInt(v);
-    else {
-      const n = parseDecimal(v);
-      if (!Number.isSafeInteger(n)) return undefined;
-      x = BigInt(n);
-    }
-  } else return undefined;
-  return x >= INT64_MIN && x <= INT64_MAX ? x : undefined;
+    return Number.isInteger(v) && v >= -TWO_POW_53 && v <= TWO_POW_53 ? BigInt(v) : undefined;
+  }
+  return typeof v === 'string' && !Number.isNaN(parseDecimal(v)) ? exactInteger(v) : undefined;
 }
 
 /**
- * `bigNumbers: 'string'`: a number → its canonical decimal text, the same whatever the wire format
- * (`1.50` and `1.5` both give `'1.5'`; an integer literal keeps every digit, without leading zeros or
- * `+`); undefined when not a number.
+ * `bigNumbers: 'string'`: a number → its text as the service sent it (a literal the decoders kept as its
+ * text, a numeric string as is; a double is the wire value of a literal that was its own spelling);
+ * undefined when not a number.
  */
 export function toNumberText(v: unknown): string | undefined {
   if (typeof v === 'number') return Number.isFinite(v) ? String(v) : undefined;
   if (typeof v !== 'string') return undefined;
-  if (isIntegerLiteral(v)) return BigInt(v).toString();
-  const x = parseDecimal(v);
-  return Number.isNaN(x) ? undefined : String(x);
+  return Number.isNaN(parseDecimal(v)) ? undefined : v;
 }
 
 /** The expected-value text of a `number` column, per `bigNumbers`. */
 function expectedNumber(bigNumbers: BigNumbers, value: unknown): string {
   if (bigNumbers === 'bigint') return 'an integer within the 64-bit range';
-  if (bigNumbers === 'error' && typeof value === 'string' && isBigIntegerText(value)) {
-    return "a number a double holds exactly (integers within ±2^53; bigNumbers: 'bigint' or 'string' reads larger ones exactly)";
+  if (bigNumbers === 'error' && typeof value === 'string' && !Number.isNaN(parseDecimal(value))) {
+    return "a number a double holds to its last digit (integers within ±2^53; bigNumbers: 'bigint' or 'string' reads it exactly)";
   }
   return EXPECTED.number;
 }

@@ -3,7 +3,7 @@
  * value of a dictionary column straight from the body and gets an id, with no JS string per value; the
  * page's distinct strings are made once, by `entries()`. Shared by the table-JSON and CSV byte decoders.
  */
-import { grow } from './page-columns.js';
+import { grow } from '../convert/grow.js';
 
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;

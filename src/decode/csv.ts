@@ -21,8 +21,8 @@
 import { type CastingContext, CsvError, Parser } from 'csv-parse';
 import { parse as parseSync } from 'csv-parse/sync';
 import type { ColumnKind } from '../convert/column-kind.js';
+import { numberWire } from '../convert/numbers.js';
 import type { ColumnPlan } from '../convert/plan.js';
-import { isBigIntegerText, parseDecimal } from '../convert/values.js';
 import { DecodeError, DqsError, type PageRef, safeRepr } from '../core/errors.js';
 import type { WireValue } from '../core/wire.js';
 
@@ -78,17 +78,12 @@ export function coreOf(parser: Parser): CsvCore | undefined {
   return undefined;
 }
 
-const TWO_POW_53 = 9_007_199_254_740_992;
-
 /** Field text → the wire value table JSON would carry for this column kind. */
 export function fieldValue(text: string, quoted: boolean, kind: ColumnKind | undefined): WireValue {
   if (text === '') return quoted ? '' : null;
-  if (kind === 'number') {
-    const n = parseDecimal(text);
-    // An integer a double would round stays text: the converters keep it exact or report it.
-    if ((n >= TWO_POW_53 || n <= -TWO_POW_53) && isBigIntegerText(text)) return text;
-    return Number.isNaN(n) ? text : n;
-  }
+  // A number the double would not give back as sent stays text: the converters read it exactly
+  // (numbers.ts), as they do a table-JSON literal.
+  if (kind === 'number') return numberWire(text);
   if (kind === 'boolean') return text === 'true' ? true : text === 'false' ? false : text;
   return text;
 }

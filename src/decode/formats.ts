@@ -12,14 +12,13 @@ import type { DecodedColumns } from '../convert/column-data.js';
 import type { PagePart } from '../convert/page-parts.js';
 import type { ColumnPlan } from '../convert/plan.js';
 import type { DatesAs } from '../convert/row-factory.js';
-import { DecodeError, type PageRef, safeRepr } from '../core/errors.js';
+import type { DecodeError, PageRef } from '../core/errors.js';
 import { MediaType, type WireValue } from '../core/wire.js';
 import { BodyBuffers } from './body-buffers.js';
 import { decodeCsv } from './csv.js';
 import { FastCsvDecoder } from './csv-columns.js';
-import { parseTablePage } from './table-json.js';
-import { FastTableDecoder } from './table-json-fast.js';
-import { FastRowDecoder } from './table-json-rows.js';
+import { checkFields, parseTablePage } from './table-json.js';
+import { type FastRowPage, FastTableDecoder, type FastTablePage } from './table-json-fast.js';
 import { checkedUtf8, findInvalidUtf8, type InvalidUtf8, invalidUtf8Error } from './utf8.js';
 import { decodeXlsx } from './xlsx.js';
 
@@ -137,18 +136,7 @@ export const FORMATS = {
     mediaType: MediaType.table,
     envelope: true,
     fast(plan, options) {
-      if (options.rows) {
-        const rows = new FastRowDecoder(plan, options.rows);
-        return {
-          // biome-ignore lint/correctness/useYield: one step (the row decoder does not work in slices yet)
-          *decode(body, where) {
-            return tablePage(rows.decode(body, where));
-          },
-          bodyBuffer: (size) => rows.bodyBuffer(size),
-          releaseBody: (buffer) => rows.releaseBody(buffer),
-        };
-      }
-      const decoder = new FastTableDecoder(plan, options);
+      const decoder = new FastTableDecoder<FastTablePage | FastRowPage>(plan, options);
       return {
         *decode(body, where) {
           return tablePage(yield* decoder.slices(body, where));
@@ -180,7 +168,7 @@ export const FORMATS = {
     fast(plan) {
       const decoder = new FastCsvDecoder(plan);
       // Bodies read into buffers of the decoder's (which copies what it keeps): read so, a body is taken
-      // from its socket at most 256 kB a turn (query/read-turns.ts), and pages reuse the buffers.
+      // from its socket at most 256 kB a turn (core/loop-budget.ts), and pages reuse the buffers.
       const bodies = new BodyBuffers();
       return {
         *decode(body, where) {
@@ -269,13 +257,4 @@ function locateInvalidUtf8(whole: Buffer, at: number, where: PageRef): DecodeErr
     // Not JSON around the bytes either: the page and the offset say enough.
   }
   return invalidUtf8Error(whole, at, where, { cell });
-}
-
-/** The page's descriptors must be the planned columns, in order. */
-function checkFields(fields: readonly { id: string }[], plan: readonly ColumnPlan[], where: PageRef): void {
-  if (fields.length === plan.length && plan.every((c) => fields[c.index]?.id === c.id)) return;
-  throw new DecodeError(
-    `The page's fields are not the planned columns: expected ${safeRepr(plan.map((c) => c.id).join(','))}, got ${safeRepr(fields.map((f) => f.id).join(','))}`,
-    { page: where },
-  );
 }

@@ -6,6 +6,7 @@
 import type { DecodedColumns } from '../convert/column-data.js';
 import type { ColumnPlan } from '../convert/plan.js';
 import type { PageRef } from '../core/errors.js';
+import type { LoopBudget } from '../core/loop-budget.js';
 import {
   type DecodableFormat,
   type DecodedPage,
@@ -30,7 +31,7 @@ export interface PageBody {
   chunks(): AsyncIterable<Buffer>;
   /**
    * The body's chunks handed to `take` as they arrive, a bounded number of bytes per turn of the event
-   * loop (query/read-turns.ts); settles once the body has ended. Absent: a body already in hand.
+   * loop (core/loop-budget.ts); settles once the body has ended. Absent: a body already in hand.
    */
   each?(take: (chunk: Buffer) => void): Promise<void>;
   /** The body's length when it is declared (not inflated), for sizing. */
@@ -46,10 +47,17 @@ export interface BodyPool {
 export interface PageDecoderOptions extends FastDecoderOptions, Partial<ReferenceOptions> {
   /** Use the format's fast decoder when it has one (`false`: always the reference, for tests and benches). */
   readonly fast: boolean;
+  /** Whose turns of the event loop decodes take, one step a turn and one decode at a time. */
+  readonly budget: LoopBudget;
 }
 
 /** See `PageDecoder.#keepLeft`. */
 const KEEP_FIRST = 2;
+/**
+ * Bytes of a page's chunks kept for the reference at most: past them a page is no small result, and its
+ * chunks kept beside its decode would double its memory (a page of one 200 MB string).
+ */
+const KEEP_BYTES = 16 * 1024 * 1024;
 
 export class PageDecoder {
   readonly name: DecodableFormat;
@@ -58,6 +66,7 @@ export class PageDecoder {
   readonly #fast: FastDecoder | undefined;
   readonly #pool: BodyPool | undefined;
   readonly #reference: ReferenceOptions;
+  readonly #budget: LoopBudget;
   /**
    * Whether pages are decoded as they arrive (when the format can). Once a page of the stream was not
    * ordinary (values its column rejects, odd spellings), the stream's pages are read whole, as before:
@@ -79,6 +88,7 @@ export class PageDecoder {
     this.#fast = fast;
     this.#pool = fast?.bodyBuffer && fast.releaseBody ? (fast as BodyPool) : undefined;
     this.#reference = { invalidUtf8: options.invalidUtf8 ?? REFERENCE_DEFAULTS.invalidUtf8 };
+    this.#budget = options.budget;
   }
 
   /**
@@ -97,7 +107,7 @@ export class PageDecoder {
     const { body: bytes, pooled } = await body.whole(this.#pool);
     try {
       return (
-        (await inTurns(fast.decode(bytes, where))) ??
+        (await this.#budget.inTurns(fast.decode(bytes, where))) ??
         (await this.format.reference(once(bytes), this.plan, where, this.#reference))
       );
     } finally {
@@ -118,7 +128,8 @@ export class PageDecoder {
     where: PageRef,
     keep: boolean,
   ): Promise<DecodedPage> {
-    const chunks: Buffer[] | undefined = keep ? [] : undefined;
+    let chunks: Buffer[] | undefined = keep ? [] : undefined;
+    let kept = 0;
     // Chunks that came while the page's buffers were being made.
     let early: Buffer[] | undefined = [];
     const feed = (chunk: Buffer) => {
@@ -126,6 +137,8 @@ export class PageDecoder {
       if (stream.declined && !chunks) throw this.#declined();
     };
     const take = (chunk: Buffer) => {
+      kept += chunk.length;
+      if (kept > KEEP_BYTES) chunks = undefined;
       chunks?.push(chunk);
       if (early) early.push(chunk);
       else feed(chunk);
@@ -134,8 +147,8 @@ export class PageDecoder {
     const reading = each(take);
     reading.catch(() => {}); // awaited below, once the buffers are made
     try {
-      // The page's buffers first, in a turn of their own and one page at a time (see `inTurns`).
-      await inTurns(prepared(stream));
+      // The page's buffers first, in a turn of their own and one page at a time (core/loop-budget.ts).
+      await this.#budget.inTurns(prepared(stream));
       const waiting = early;
       early = undefined;
       for (const chunk of waiting) feed(chunk);
@@ -144,7 +157,7 @@ export class PageDecoder {
       stream.abandon();
       throw error;
     }
-    const page = await inTurns(stream.finish());
+    const page = await this.#budget.inTurns(stream.finish());
     if (page !== undefined) return page;
     if (!chunks) throw this.#declined();
     this.#asItArrives = false;
@@ -160,40 +173,6 @@ export class PageDecoder {
   /** Hands the buffers of a decoded page back to the fast decoder once its rows were copied out. */
   recycle(part: DecodedColumns): void {
     this.#fast?.recycle?.(part);
-  }
-}
-
-/**
- * Settles when the latest decode started has ended; the next one starts after it. Module state on
- * purpose: the event loop is the process's, so the lane is too, shared by every stream's decoder.
- */
-let lane: Promise<void> = Promise.resolve();
-
-/**
- * Runs a decode's steps one per turn of the event loop (a macrotask: timers, sockets and other streams'
- * callbacks run between two steps), and one decode at a time, process-wide. A decode is ~20 ms of CPU for
- * a 4 MB page: in one go it delayed everything else on the loop by as much (the event-loop delay p99 of a
- * 500k-row `toTable()` was ~60 ms). One at a time, because when many bodies end together (a link shared
- * fairly by many requests ends them all at once) their decodes would otherwise run back to back, in one
- * microtask queue or one batch of immediates, and the requests their slots start (and the sockets' reads)
- * would wait for all of them: 0.55-0.87 s without I/O, of 3.7-4.2 s, on the WAN bench at concurrency 32.
- * In turn, the pages of a stream also finish in the order they arrived, the order the stream needs them.
- */
-async function inTurns<T>(steps: DecodeSteps<T>): Promise<T> {
-  const before = lane;
-  let ended!: () => void;
-  lane = new Promise<void>((resolve) => {
-    ended = resolve;
-  });
-  try {
-    await before;
-    for (;;) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      const step = steps.next();
-      if (step.done) return step.value;
-    }
-  } finally {
-    ended();
   }
 }
 

@@ -1,116 +1,224 @@
 /**
- * A table-JSON page decoded as its bytes arrive, into the same columns as `FastTableDecoder.decode()`
- * and under the same contract: the same as the reference, or nothing (`finish()` returns `undefined`, and
- * the reference decides: page-decoder.ts keeps the chunks of a stream's first pages for it, and has the
- * others asked for again).
+ * A table-JSON page read as its bytes arrive, the one fast path for every page (a body already in hand is
+ * one chunk of it): its envelope member by member (table-json-envelope.ts) and its rows into a sink, the
+ * page's columns or its row objects (table-json-fast.ts). The contract is the reference's: the same result,
+ * or nothing (`finish()` returns `undefined` and the reference decides).
  *
- * Why: a body read whole before its decode was copied, byte by byte, into a page-sized buffer, and on a
- * WAN (16-32 pages in flight, each holding one) most of those were fresh memory: a page fault per 4 kB,
- * ~10 us each on our 2-core VM, 39 % of a 500k-row `toTable()`'s faults and ~0.4 s of its main thread.
- * The decode also started only once the last byte was in.
+ * A page is a sequence of units: a member's name, a member's value, a row. Each is read as soon as it is
+ * in hand; one cut by the end of the bytes in hand is left in the window (the bytes not yet read) and
+ * framed (json-scan.ts: `Framer`) as more bytes come, without reading it again, then read once whole.
+ * So every byte is scanned a bounded number of times whatever the page holds (a run of white space, a
+ * 200 MB string, deep nesting, a row cut anywhere): the time is linear in the bytes. White space between
+ * units is dropped as it comes. A unit that fails once whole was wrong, not cut: the page is declined.
  *
- * A body has three parts: the envelope before `rows` (kept to the end; small), the rows, and the
- * envelope after them (kept; small). The rows are decoded from a window: the bytes of the row in
- * progress and the chunk that came, copied into a buffer the decoder reuses (warm memory: the copy costs
- * ~1 % of what a fresh one did). The row loop is the whole-body one (`decodeRows`), given the bytes in
- * hand: it reads `undefined` past their end, which no cell accepts, so a row cut by the end fails, and
- * the stream goes back to the last row boundary the loop passed (`PageBuffers.resumeRow`/`resumeAt`)
- * and waits for more bytes. Rows are decoded only up to `margin` bytes before the end of what is in
- * hand (a few of the longest rows seen), so that rarely happens. A row that is wrong fails the same way
- * every time: the margin doubles each time, and the page is declined at its end, or at once when the
- * margin passes `MAX_MARGIN` (the rows would wait in the window for nothing).
+ * Why as they arrive: a body read whole first was copied, byte by byte, into a page-sized buffer, and on a
+ * WAN (16-32 pages in flight, each holding one) most of those were fresh memory: a page fault per 4 kB.
  */
 
 import { isUtf8 } from 'node:buffer';
-import { BAIL, Bail, isDecline, loneSurrogate, setLoneSurrogate, skipWs } from './json-scan.js';
-import { UTF8 } from './page-columns.js';
+import {
+  BAIL,
+  CLOSE_ARRAY,
+  CLOSE_OBJECT,
+  COMMA,
+  Decline,
+  Framer,
+  isDecline,
+  isWs,
+  OPEN_ARRAY,
+  OPEN_OBJECT,
+  Scan,
+  skipWs,
+} from './json-scan.js';
 import type { StepBytes } from './slices.js';
-import type { PageBuffers } from './table-json-cells.js';
-import { PageMembersWalk } from './table-json-envelope.js';
+import { Envelope } from './table-json-envelope.js';
 
-/** Envelope bytes before `rows` past which a page is not ordinary (real ones have ~1-3 kB). */
-const HEAD_MAX = 1024 * 1024;
-const MIN_MARGIN = 4096;
-const MAX_MARGIN = 4 * 1024 * 1024;
-/** `rows` as an empty array: what stands for the rows in the envelope kept for the end. */
-const EMPTY_ROWS = Buffer.from('[]');
+/** What the row loop writes a page's rows into (table-json-fast.ts: its columns, or its row objects). */
+export interface Sink {
+  /** Rows read; the loop sets it after each whole row. */
+  length: number;
+  /** Rows the sink holds before it must `grow`. */
+  readonly cap: number;
+  /** Per column, what reads its cell (a column kind's page column or row cell). */
+  readonly cells: readonly { cell(s: Scan, r: number): unknown }[];
+  /** The values of the row being read, as the cells returned them. */
+  readonly values: unknown[];
+  grow(rows: number): void;
+  /** Row `length` has been read: its values are in `values`. */
+  row(values: unknown[]): void;
+  /** Drops the rows from `rows` on. */
+  rollBack(rows: number): void;
+}
 
-/** Bytes appended at the end and dropped from the start: a window, or an envelope part. */
-export class ByteRun {
-  buf: Buffer;
-  len = 0;
+/**
+ * Reads rows from `s.i` (a row's `[`) until the array's `]` (true, `s.i` after it) or until the first row
+ * to end at or past `stop` (false, `s.i` at the next row's `[`). A row counts once its separator (`,` or
+ * the array's `]`) is read; `s.mark` is where the row being read began.
+ */
+export function readRows(s: Scan, sink: Sink, stop: number): boolean {
+  const b = s.b;
+  const { cells, values } = sink;
+  const last = cells.length - 1;
+  let r = sink.length;
+  let i = s.i;
+  for (;;) {
+    s.mark = i;
+    if (b[i] !== OPEN_ARRAY) throw BAIL;
+    if (r === sink.cap) sink.grow(r);
+    s.i = i + 1;
+    for (let j = 0; j <= last; j++) {
+      if (b[s.i]! <= 0x20) s.ws();
+      values[j] = cells[j]!.cell(s, r);
+      let c = b[s.i];
+      if (c! <= 0x20) c = s.ws();
+      if (c !== (j === last ? CLOSE_ARRAY : COMMA)) throw BAIL;
+      s.i++;
+    }
+    i = skipWs(b, s.i);
+    // Both tests and both stores on every row: the loop is often compiled in the middle of a page, and
+    // an operation first made at its last row would throw that code away there.
+    const c = b[i];
+    const more = c === COMMA;
+    const end = c === CLOSE_ARRAY;
+    if (!more && !end) throw BAIL;
+    sink.row(values);
+    sink.length = ++r;
+    i = skipWs(b, i + 1);
+    s.i = i;
+    if (end) return true;
+    if (i >= stop) return false;
+  }
+}
 
-  constructor(size: number) {
-    this.buf = Buffer.allocUnsafeSlow(size);
+/** The bytes in hand not yet read: a chunk read in place while it is the only one, else copies. */
+class Window {
+  #own: Buffer;
+  #len = 0;
+  #borrowed: Buffer | undefined;
+  /** Bytes of the body not appended yet, when its length is known (a bound for growing). */
+  #rest: number;
+
+  constructor(own: Buffer, bodyLength: number) {
+    this.#own = own;
+    this.#rest = bodyLength;
+  }
+
+  get buffer(): Buffer {
+    return this.#own;
   }
 
   append(chunk: Uint8Array): void {
-    const end = this.len + chunk.length;
-    if (end > this.buf.length) {
-      const next = Buffer.allocUnsafeSlow(Math.max(2 * this.buf.length, end));
-      this.buf.copy(next, 0, 0, this.len);
-      this.buf = next;
+    const bytes = Buffer.isBuffer(chunk)
+      ? chunk
+      : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    this.#rest -= bytes.length;
+    if (this.#len === 0 && this.#borrowed === undefined) {
+      this.#borrowed = bytes;
+      return;
     }
-    this.buf.set(chunk, this.len);
-    this.len = end;
+    const lent = this.#borrowed;
+    this.#borrowed = undefined;
+    if (lent !== undefined) this.#copy(lent);
+    this.#copy(bytes);
+  }
+
+  #copy(bytes: Buffer): void {
+    const end = this.#len + bytes.length;
+    if (end > this.#own.length) {
+      // Doubled, and past 8 MB (a unit as large as a body: one 200 MB string) made as large as what the
+      // body can still bring, at once: held once, not copied from buffer to buffer of twice its size.
+      const double = Math.max(end, 2 * this.#own.length);
+      const big = end > 8 * 1024 * 1024 && Number.isFinite(this.#rest);
+      const next = Buffer.allocUnsafeSlow(big ? Math.max(end, end + this.#rest) : double);
+      this.#own.copy(next, 0, 0, this.#len);
+      this.#own = next;
+    }
+    bytes.copy(this.#own, this.#len);
+    this.#len = end;
+  }
+
+  view(): Buffer {
+    return this.#borrowed ?? this.#own.subarray(0, this.#len);
   }
 
   /** Drops the first `n` bytes. */
-  shift(n: number): void {
+  consume(n: number): void {
     if (n === 0) return;
-    this.buf.copyWithin(0, n, this.len);
-    this.len -= n;
-  }
-
-  /** The bytes in hand, as a view (valid until the next `append`). */
-  view(): Buffer {
-    return this.buf.subarray(0, this.len);
+    if (this.#borrowed !== undefined) {
+      this.#borrowed = n >= this.#borrowed.length ? undefined : this.#borrowed.subarray(n);
+      return;
+    }
+    this.#own.copyWithin(0, n, this.#len);
+    this.#len -= n;
   }
 }
 
-/** What a stream needs of its decoder (`T`: the decoder's page). */
-export interface TablePageHost<T> {
-  /** The page's column buffers (its `body` is set before each use). */
-  page(): PageBuffers;
-  /** The row loop: rows from `b[i]` until `stop` (see `decodeRows`). */
-  rows(b: Buffer, i: number, page: PageBuffers, stop: number): number;
-  /** How the decoder's slices are cut (shared with its whole-body decode). */
+/** What a page stream needs of its decoder (`T`: the decoder's page). */
+export interface PageHost<T> {
+  /** The sink of the page's rows, or undefined to frame `rows` unread (an envelope alone). */
+  sink(): Sink | undefined;
+  /** How the rows are cut into slices (shared by the decoder's pages). */
   readonly steps: StepBytes;
-  /** The page once its rows are decoded: `envelope`'s rows end at `rowsEnd`. Throws when declined. */
-  finish(page: PageBuffers, envelope: Buffer, walk: PageMembersWalk, rowsEnd: number, lone: boolean): T;
-  /** Takes back the buffers of a declined page. */
-  giveBack(page: PageBuffers): void;
-  takeWindow(): ByteRun;
-  releaseWindow(window: ByteRun): void;
+  /** The page, read to its end; throws a decline when the decoder does not take it. */
+  finish(envelope: Envelope, rows: Sink | undefined, scan: Scan): T;
+  /** The buffers of a declined page, back to the decoder. */
+  giveBack(sink: Sink): void;
+  /** The window's buffer, and back. */
+  takeWindow(): Buffer;
+  releaseWindow(buffer: Buffer): void;
 }
 
-const HEAD = 0;
-const ROWS = 1;
-const TAIL = 2;
-const DECLINED = 3;
+const OPEN = 0;
+const NAME = 1;
+const VALUE = 2;
+const ROWS = 3;
+const FIRST = 4;
+const ROW = 5;
+const AFTER = 6;
+const END = 7;
+const DECLINED = 8;
+
+const MIN_MARGIN = 4096;
+
+/** The index after the last byte before `i` that is not white space. */
+function skipBack(b: Uint8Array, i: number): number {
+  while (isWs(b[i - 1])) i--;
+  return i;
+}
+
+/** Thrown for what is wrong whatever bytes come next (bytes that are not UTF-8). */
+const INVALID = new Decline('not UTF-8');
 
 export class TablePageStream<T> {
-  readonly #host: TablePageHost<T> | undefined;
+  readonly #host: PageHost<T> | undefined;
   #state: number;
-  readonly #head = new ByteRun(4096);
-  /** Where `rows`'s value starts in the envelope's first part (`#head`). */
-  #rowsAt = -1;
-  #window: ByteRun | undefined;
-  #tail: ByteRun | undefined;
-  #page: PageBuffers | undefined;
-  /** Whether the first row (or the array's end) has been seen. */
-  #started = false;
-  #lone = false;
+  readonly #window: Window | undefined;
+  readonly #scan = new Scan();
+  readonly #envelope = new Envelope();
+  #name = '';
+  /** Whether the page has `rows` (an array). */
+  #rows = false;
+  #sink: Sink | undefined;
+  /** The unit at the window's start, cut by the end of the bytes in hand: framed up to `#framedTo`. */
+  #framer: Framer | undefined;
+  #framedTo = 0;
+  /** The unit at the window's start is whole (it was framed): if it fails, the page is declined. */
+  #whole = false;
+  /** The bytes in hand checked to be UTF-8 (the units read: a unit never ends inside a character). */
+  #checked = 0;
+  /** The body has ended: every byte in hand is read. */
+  #final = false;
+  /** Bytes left unread at the end of the rows in hand: 4 times the bytes per row so far, at least 4 kB. */
   #margin = MIN_MARGIN;
 
   /**
-   * `host` undefined: a decoder that declines every page (no columns). `margin`: the first margin (tests
-   * start it at 1, so that rows are cut by the end of the bytes in hand everywhere).
+   * `host` undefined: a decoder that declines every page (no columns). `bodyLength`: the body's length,
+   * when declared (Infinity if not).
    */
-  constructor(host: TablePageHost<T> | undefined, margin = MIN_MARGIN) {
+  constructor(host: PageHost<T> | undefined, bodyLength = Number.POSITIVE_INFINITY) {
     this.#host = host;
-    this.#state = host ? HEAD : DECLINED;
-    this.#margin = margin;
+    this.#state = host ? OPEN : DECLINED;
+    this.#window = host && new Window(host.takeWindow(), bodyLength);
   }
 
   /** Declined already (the rest of the body changes nothing), or done. */
@@ -118,55 +226,33 @@ export class TablePageStream<T> {
     return this.#state === DECLINED;
   }
 
-  /**
-   * Makes the page's buffers now (~5-8 MB for a 20,000-row page of long strings: 1-9 ms when fresh), so
-   * that their driver can give that a turn of its own; else the first rows' chunk does.
-   */
+  /** Makes the rows' sink now (its buffers: 1-9 ms for a big page), so that a turn can be given to it. */
   prepare(): void {
-    if (this.#state !== DECLINED) this.#page ??= this.#host!.page();
+    if (this.#state !== DECLINED) this.#sink ??= this.#host!.sink();
   }
 
-  /** The next chunk of the body. */
+  /** The next chunk of the body: what is whole is read (a slice at most), the rest waits. */
   push(chunk: Uint8Array): void {
+    if (this.#state === DECLINED) return;
     try {
-      switch (this.#state) {
-        case HEAD:
-          this.#head.append(chunk);
-          this.#findRows();
-          break;
-        case ROWS:
-          this.#window!.append(chunk);
-          this.#slice();
-          break;
-        case TAIL:
-          this.#tail!.append(chunk);
-          break;
-      }
+      this.#window!.append(chunk);
+      const slice = this.#read(false);
+      slice.next();
+      slice.return();
     } catch (error) {
       this.#decline(error);
     }
   }
 
-  /**
-   * The body has ended: the rows left decoded in slices (yielding between two), then the page, or
-   * `undefined` when it is not ordinary (the reference decides).
-   */
+  /** The body has ended: the rest read in slices (yielding between two), then the page or `undefined`. */
   *finish(): Generator<void, T | undefined, void> {
+    if (this.#state === DECLINED) return undefined;
     try {
-      if (this.#state === ROWS) yield* this.#decodeRows(true);
-      if (this.#state !== TAIL) throw BAIL;
-      // The envelope with its rows as `[]`: the members' check of a whole body, on a few hundred bytes.
-      const envelope = Buffer.concat([
-        this.#head.view().subarray(0, this.#rowsAt),
-        EMPTY_ROWS,
-        this.#tail!.view(),
-      ]);
-      if (!isUtf8(envelope)) throw BAIL;
-      const walk = new PageMembersWalk(envelope);
-      if (walk.toRows() !== this.#rowsAt) throw BAIL;
-      const page = this.#host!.finish(this.#page!, envelope, walk, this.#rowsAt + 2, this.#lone);
-      this.#page = undefined;
-      this.#state = DECLINED; // done: nothing more may be pushed
+      yield* this.#read(true);
+      if (this.#state !== END || !this.#rows) throw BAIL;
+      const page = this.#host!.finish(this.#envelope, this.#sink, this.#scan);
+      this.#sink = undefined;
+      this.#end();
       return page;
     } catch (error) {
       this.#decline(error);
@@ -174,134 +260,160 @@ export class TablePageStream<T> {
     }
   }
 
-  /** The body failed: gives the buffers back. */
+  /** The body failed: the buffers go back. */
   abandon(): void {
     this.#decline(BAIL);
   }
 
-  #findRows(): void {
-    const head = this.#head.view();
-    let at: number;
-    try {
-      at = new PageMembersWalk(head).toRows();
-    } catch (error) {
-      // Not all the members before `rows` are in hand yet (or they are wrong: then `finish()` declines).
-      if (!(error instanceof Bail) || head.length > HEAD_MAX) throw error;
-      return;
-    }
-    if (at >= head.length) return; // `"rows":` and nothing after it yet
-    if (head[at] !== 0x5b) throw BAIL;
-    const host = this.#host!;
-    this.#rowsAt = at;
-    this.#page ??= host.page();
-    this.#window = host.takeWindow();
-    this.#window.append(head.subarray(at + 1));
-    this.#state = ROWS;
-    this.#slice();
-  }
-
-  /** A push decodes one slice of the rows in hand; what it leaves waits for the next push, or the end. */
-  #slice(): void {
-    const slice = this.#decodeRows(false);
-    slice.next();
-    slice.return();
-  }
-
   /**
-   * Decodes the rows in hand (`final`: all of them, the body has ended) in slices of ~5 ms (slices.ts),
-   * yielding between two. Slices, because a chunk is not a bounded amount of work: the row loop not yet
-   * compiled (a process's first pages) took 5-11 ms for a 64 kB chunk.
+   * Reads the units in hand (`final`: the body has ended, all of them), rows in slices with a yield
+   * between two; what is read leaves the window.
    */
-  *#decodeRows(final: boolean): Generator<void, void, void> {
+  *#read(final: boolean): Generator<void, void, void> {
+    this.#final = final;
     const window = this.#window!;
-    const page = this.#page!;
-    const host = this.#host!;
     const b = window.view();
-    const n = b.length;
-    let i = skipWs(b, 0);
-    if (!this.#started) {
-      if (i >= n) {
-        if (final) throw BAIL;
-        return;
-      }
-      this.#started = true;
-      if (b[i] === 0x5d) {
-        page.done = true;
-        this.#toTail(b, i + 1);
-        return;
-      }
+    const s = this.#scan;
+    if (this.#framer !== undefined) {
+      const end = this.#framer.end(b, this.#framedTo);
+      this.#framedTo = b.length;
+      if (end < 0 && !final) return;
+      this.#framer = undefined;
+      this.#whole = true;
     }
-    const end = final ? n : n - this.#margin;
-    if (i >= end) {
-      if (final) throw BAIL; // whitespace, and no `]`
-      return;
-    }
-    page.body = new DataView(b.buffer, b.byteOffset, n);
-    let cut = false;
+    s.at(b, 0);
+    this.#checked = 0;
+    let unit = 0;
     try {
-      yield* host.steps.run(i, end, (from, to) => {
-        page.resumeRow = page.length;
-        page.resumeAt = from;
-        setLoneSurrogate(false);
-        let next: number;
-        try {
-          next = host.rows(b, from, page, to);
-        } catch (error) {
-          if (!(error instanceof Bail) || final) throw error;
-          // The bytes in hand end inside a row (or the row is wrong): back to the last boundary passed.
-          this.#rollBack(page);
-          next = page.resumeAt;
-          cut = true;
-        }
-        // Lone surrogates of a row that was cut too: a false alarm declines a page in 'exact' mode only.
-        this.#lone ||= loneSurrogate;
-        if (next > from) {
-          if (!isUtf8(b.subarray(from, next))) throw BAIL;
-          const rows = page.length - page.resumeRow;
-          if (rows > 0) this.#margin = Math.max(this.#margin, 4 * Math.ceil((next - from) / rows));
-        }
-        i = next;
-        return page.done || cut ? undefined : next;
-      });
-      if (cut) {
-        this.#margin *= 2;
-        if (this.#margin > MAX_MARGIN) throw BAIL;
+      for (;;) {
+        const c = s.ws();
+        unit = s.i;
+        if (c === undefined) return;
+        yield* this.#unit(c);
+        if (s.i === unit) return; // rows within the margin: they wait for more bytes
+        this.#check(s.i);
+        this.#whole = false;
       }
-      if (page.done) this.#toTail(b, i);
+    } catch (error) {
+      if (error !== BAIL || final) throw error;
+      // Cut by the end of the bytes in hand, or wrong: wrong if it fails once whole.
+      if (this.#state === ROW) {
+        unit = s.mark;
+        this.#sink!.rollBack(this.#sink!.length);
+      }
+      this.#check(unit); // the rows read before the one cut
+      if (this.#whole && unit === 0) throw error;
+      const framer = new Framer();
+      if (framer.end(b, unit) >= 0) throw error;
+      this.#framer = framer;
+      this.#framedTo = b.length - unit;
     } finally {
-      // What was decoded leaves the window, also when a push stops after its first slice.
-      if (this.#window === window) window.shift(i);
+      window.consume(this.#framer === undefined ? Math.min(s.i, b.length) : unit);
     }
   }
 
-  /** Undoes a row cut short: its cells are rewritten when it is decoded again, its string bytes dropped. */
-  #rollBack(page: PageBuffers): void {
-    const r = page.resumeRow;
-    page.length = r;
-    page.done = false;
-    for (let j = 0; j < page.kinds.length; j++) {
-      if (page.kinds[j] === UTF8) page.strPos[j] = page.i32[j]![r]!;
+  /** Declines the page unless the bytes read up to `to` (from the last checked) are UTF-8. */
+  #check(to: number): void {
+    if (to <= this.#checked) return;
+    if (!isUtf8(this.#scan.b.subarray(this.#checked, to))) throw INVALID;
+    this.#checked = to;
+  }
+
+  /** Reads the unit that starts with byte `c` at `s.i` (rows: a slice of them). */
+  *#unit(c: number): Generator<void, void, void> {
+    const s = this.#scan;
+    switch (this.#state) {
+      case OPEN:
+        if (c !== OPEN_OBJECT) throw INVALID;
+        s.i++;
+        this.#state = NAME;
+        return;
+      case NAME:
+        this.#name = this.#envelope.name(s);
+        this.#state = this.#name === 'rows' ? ROWS : VALUE;
+        return;
+      case VALUE:
+        this.#envelope.value(this.#name, s);
+        this.#separator();
+        return;
+      case ROWS: {
+        if (c !== OPEN_ARRAY) throw INVALID;
+        this.#rows = true;
+        this.#sink ??= this.#host!.sink();
+        if (this.#sink === undefined) {
+          // The envelope alone: the rows framed, not read (the stream's decoder reads them later).
+          const end = new Framer().end(s.b, s.i);
+          if (end < 0) throw BAIL;
+          if (s.b[skipBack(s.b, end) - 1] !== CLOSE_ARRAY) throw INVALID;
+          this.#envelope.rowsEmpty = s.b[skipWs(s.b, s.i + 1)] === CLOSE_ARRAY;
+          s.i = end;
+          this.#separator();
+        } else {
+          s.i++;
+          this.#state = FIRST;
+        }
+        return;
+      }
+      case FIRST:
+        if (c === CLOSE_ARRAY) {
+          s.i++;
+          this.#state = AFTER;
+          return;
+        }
+        this.#state = ROW;
+        yield* this.#unit(c);
+        return;
+      case ROW: {
+        // Rows are read up to a margin before the end of the bytes in hand (they wait for the next
+        // chunk): a row cut by the end would be read in part, then framed and read again.
+        const end = this.#final ? s.b.length : s.b.length - this.#margin;
+        if (s.i >= end) return;
+        const sink = this.#sink!;
+        let done = false;
+        yield* this.#host!.steps.run(s.i, end, (at, to) => {
+          s.i = at;
+          const rows = sink.length;
+          done = readRows(s, sink, to);
+          // Checked per step: a push may stop after its first slice, and what was read leaves the window.
+          this.#check(s.i);
+          if (sink.length > rows) {
+            this.#margin = Math.max(this.#margin, 4 * Math.ceil((s.i - at) / (sink.length - rows)));
+          }
+          return done ? undefined : s.i;
+        });
+        if (done) this.#state = AFTER;
+        return;
+      }
+      case AFTER:
+        this.#separator();
+        return;
+      default:
+        // END: white space only, after the page's closing brace.
+        throw INVALID;
     }
   }
 
-  /** The rows have ended at `b[at]`: what follows is the envelope's end. */
-  #toTail(b: Buffer, at: number): void {
-    const tail = new ByteRun(Math.max(256, b.length - at));
-    tail.append(b.subarray(at));
-    this.#tail = tail;
-    this.#state = TAIL;
-    this.#host!.releaseWindow(this.#window!);
-    this.#window = undefined;
+  /** After a value: `,` (another member) or `}` (the page's end). */
+  #separator(): void {
+    const s = this.#scan;
+    const c = s.ws();
+    if (c === COMMA) this.#state = NAME;
+    else if (c === CLOSE_OBJECT) this.#state = END;
+    else throw c === undefined ? BAIL : INVALID;
+    s.i++;
+  }
+
+  #end(): void {
+    this.#state = DECLINED;
+    if (this.#window) this.#host!.releaseWindow(this.#window.buffer);
   }
 
   #decline(error: unknown): void {
-    const host = this.#host;
-    this.#state = DECLINED;
-    if (host && this.#page) host.giveBack(this.#page);
-    if (host && this.#window) host.releaseWindow(this.#window);
-    this.#page = undefined;
-    this.#window = undefined;
-    this.#tail = undefined;
+    if (this.#state !== DECLINED) {
+      if (this.#sink) this.#host!.giveBack(this.#sink);
+      this.#sink = undefined;
+      this.#end();
+    }
     if (!isDecline(error)) throw error;
   }
 }

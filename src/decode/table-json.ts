@@ -1,14 +1,35 @@
 /**
- * Table JSON (`application/vnd.service.table+json`): one result page per body.
+ * Table JSON (`application/vnd.service.table+json`), the reference decoder: `JSON.parse` reads the page,
+ * and one pass of the byte scanner over it finds what `JSON.parse` cannot say (a member sent twice) or
+ * would lose (a number literal of the rows whose double would not give it back: numbers.ts, quoted so its
+ * text reaches the converters). It is the oracle the fast path must equal or decline to.
  *
  * Validation is deliberately shallow: the members we rely on, checked in O(fields + rows), never O(values).
  * Row lengths and value types are checked by the converters (builder / row factory), which look at every
  * value anyway. Members we do not use (`id`, `state`, `group_fields`, ...) are passed through as sent.
  */
 
-import { isBigIntegerText } from '../convert/values.js';
+import { numberWire } from '../convert/numbers.js';
+import type { ColumnPlan } from '../convert/plan.js';
 import { DecodeError, type PageRef, safeRepr } from '../core/errors.js';
-import type { FieldDescriptor, ResultPage } from '../core/wire.js';
+import type { ResultPage } from '../core/wire.js';
+import {
+  CLOSE_ARRAY,
+  CLOSE_OBJECT,
+  COLON,
+  COMMA,
+  latin1,
+  OPEN_ARRAY,
+  OPEN_OBJECT,
+  QUOTE,
+  Scan,
+} from './json-scan.js';
+import {
+  fieldsArePlanned,
+  fieldsProblem,
+  type TableEnvelope,
+  unplannedFields,
+} from './table-json-envelope.js';
 
 function fail(why: string, where: PageRef, cause?: unknown): DecodeError {
   return new DecodeError(
@@ -29,28 +50,30 @@ function isObject(v: unknown): v is Record<string, unknown> {
  * @throws DecodeError when the text is not JSON or not shaped like a result page.
  */
 export function parseTablePage(text: string, where: PageRef): ResultPage {
+  let pass: Pass | undefined;
+  try {
+    pass = walk(Buffer.from(text));
+  } catch {
+    // Not JSON: `JSON.parse` says where.
+  }
   let page: unknown;
   try {
-    page = JSON.parse(quoteBigIntegers(text));
+    page = JSON.parse(pass?.text ?? text);
   } catch (error) {
     throw fail(`the body is not JSON (${(error as Error).message})`, where, error);
   }
   if (!isObject(page)) throw fail(`the body is ${safeRepr(page)}, not an object`, where);
   // JSON.parse keeps the last of two members of one name: a page with two `rows` would be read by its
-  // second without a word. Only the page's own members are checked (what the client reads).
-  const twice = repeatedMember(text);
-  if (twice !== undefined) throw fail(`the member ${safeRepr(twice)} appears more than once`, where);
+  // second without a word.
+  if (pass?.twice !== undefined)
+    throw fail(`the member ${safeRepr(pass.twice)} appears more than once`, where);
   const { rows, fields } = page;
   if (!Array.isArray(rows)) throw fail('rows is not an array', where);
   for (let i = 0; i < rows.length; i++) {
     if (!Array.isArray(rows[i])) throw fail(`rows[${i}] is not an array`, where);
   }
-  if (!Array.isArray(fields)) throw fail('fields is not an array', where);
-  for (let j = 0; j < fields.length; j++) {
-    const f: unknown = fields[j];
-    if (!isObject(f) || typeof f.id !== 'string')
-      throw fail(`fields[${j}] is not a descriptor with a string id`, where);
-  }
+  const problem = fieldsProblem(fields);
+  if (problem !== undefined) throw fail(problem, where);
   for (const member of ['total', 'count', 'start'] as const) {
     if (!Number.isInteger(page[member]))
       throw fail(`${member} is not an integer (${safeRepr(page[member])})`, where);
@@ -58,23 +81,65 @@ export function parseTablePage(text: string, where: PageRef): ResultPage {
   return page as unknown as ResultPage;
 }
 
-/**
- * What a caller that only describes a result needs of a page: its envelope and how many rows it holds,
- * not the rows as values (the query's first page keeps its bytes for the stream's decoder).
- */
-export interface TableEnvelope {
-  readonly fields: FieldDescriptor[];
-  readonly total: number;
-  readonly count: number;
-  readonly start: number;
-  /** As sent (the spec says a date string). */
-  readonly lastDateUpdated: string;
-  /**
-   * The rows the page holds: counted by the reference; on the fast path (`readTableEnvelope`) the page's
-   * own `count`, which the stream's decoder checks against the rows when it decodes them.
-   */
-  readonly rowCount: number;
+/** What the reference's pass over a page's bytes found. */
+interface Pass {
+  /** The first member name the page has twice. */
+  readonly twice?: string | undefined;
+  /** The page with its rows' numbers that need their text quoted, when there is one. */
+  readonly text?: string | undefined;
 }
+
+/**
+ * One pass over a page (JSON, or it throws): the names of its members, and the number literals inside
+ * `rows` whose wire value is their text (`numberWire`), quoted. Tokens only, with a depth count: any
+ * nesting `JSON.parse` reads is walked without recursion.
+ */
+function walk(b: Buffer): Pass {
+  const s = new Scan();
+  s.at(b, 0);
+  const seen = new Set<string>();
+  let twice: string | undefined;
+  let member = '';
+  let depth = 0;
+  let keyNext = false;
+  let parts: Buffer[] | undefined;
+  let from = 0;
+  for (;;) {
+    const c = s.ws();
+    if (c === undefined) break;
+    if (c === QUOTE) {
+      s.string();
+      if (depth === 1 && keyNext) {
+        member = s.str();
+        if (seen.has(member)) twice ??= member;
+        seen.add(member);
+      }
+      keyNext = false;
+    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      depth++;
+      keyNext = c === OPEN_OBJECT && depth === 1;
+      s.i++;
+    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+      depth--;
+      s.i++;
+    } else if (c === COMMA || c === COLON) {
+      keyNext = c === COMMA && depth === 1;
+      s.i++;
+    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      s.number();
+      if (depth > 2 && member === 'rows' && typeof numberWire(latin1(b, s.start, s.end)) === 'string') {
+        parts ??= [];
+        parts.push(b.subarray(from, s.start), QUOTE_BYTES, b.subarray(s.start, s.end), QUOTE_BYTES);
+        from = s.end;
+      }
+    } else s.keyword();
+  }
+  if (parts === undefined) return { twice };
+  parts.push(b.subarray(from));
+  return { twice, text: Buffer.concat(parts).toString('utf8') };
+}
+
+const QUOTE_BYTES = Buffer.from('"');
 
 /** The envelope of a page parsed by `parseTablePage` (the reference path). */
 export function envelopeOf(page: ResultPage): TableEnvelope {
@@ -88,79 +153,11 @@ export function envelopeOf(page: ResultPage): TableEnvelope {
   };
 }
 
-/**
- * The first member name that the top-level object of `text` (valid JSON: `JSON.parse` took it) has more
- * than once, or undefined. One pass over the characters, strings skipped; only the reference path and
- * the first page's envelope read it.
- */
-export function repeatedMember(text: string): string | undefined {
-  const seen = new Set<string>();
-  let depth = 0;
-  let keyNext = false; // the next string at depth 1 is a member name
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22) {
-      const start = i;
-      for (i++; i < text.length; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c) i++;
-        else if (d === 0x22) break;
-      }
-      if (depth === 1 && keyNext) {
-        const raw = text.slice(start, i + 1);
-        const name = raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1);
-        if (seen.has(name)) return name;
-        seen.add(name);
-      }
-      keyNext = false;
-    } else if (c === 0x7b || c === 0x5b) {
-      depth++;
-      keyNext = c === 0x7b && depth === 1;
-    } else if (c === 0x7d || c === 0x5d) {
-      depth--;
-    } else if (c === 0x2c) {
-      keyNext = depth === 1;
-    }
-  }
-  return undefined;
-}
-
-/**
- * `text` with every integer literal outside ±2^53 turned into a string of its digits
- * (`9007199254740993` → `"9007199254740993"`), so `JSON.parse` cannot round it: the converters read a
- * numeric string as its number, and keep or report a big integer (Node 20's `JSON.parse` has no way
- * to hand a reviver the literal's source). The text itself when there is none, as almost always.
- */
-export function quoteBigIntegers(text: string): string {
-  let out: string[] | undefined;
-  let from = 0;
-  const n = text.length;
-  for (let i = 0; i < n; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22) {
-      for (i++; i < n; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c) i++;
-        else if (d === 0x22) break;
-      }
-    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
-      const start = i;
-      let integer = true;
-      for (i++; i < n; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x2e || d === 0x65 || d === 0x45 || d === 0x2b || d === 0x2d) integer = false;
-        else if (d < 0x30 || d > 0x39) break;
-      }
-      // Fewer than 16 digits is below 2^53; `i` is now just past the literal.
-      if (integer && i - start >= 16 && isBigIntegerText(text.slice(start, i))) {
-        out ??= [];
-        out.push(text.slice(from, start), '"', text.slice(start, i), '"');
-        from = i;
-      }
-      i--;
-    }
-  }
-  if (out === undefined) return text;
-  out.push(text.slice(from));
-  return out.join('');
+/** The page's descriptors must be the planned columns, in order. */
+export function checkFields(
+  fields: readonly { id: string }[],
+  plan: readonly ColumnPlan[],
+  where: PageRef,
+): void {
+  if (!fieldsArePlanned(fields, plan)) throw new DecodeError(unplannedFields(fields, plan), { page: where });
 }

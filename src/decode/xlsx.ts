@@ -26,8 +26,8 @@ import { Readable } from 'node:stream';
 import type ExcelJS from 'exceljs';
 import type { ColumnKind } from '../convert/column-kind.js';
 import { formatDateDays, formatTimestampMs } from '../convert/dates.js';
+import { numberWire } from '../convert/numbers.js';
 import type { ColumnPlan } from '../convert/plan.js';
-import { isBigIntegerText } from '../convert/values.js';
 import { DecodeError, DqsError, type PageRef, safeRepr } from '../core/errors.js';
 import { eventLoopBusy } from '../core/event-loop.js';
 import { invalid } from '../core/validate.js';
@@ -142,16 +142,17 @@ async function* utf8Text(source: AsyncIterable<Chunk>): AsyncGenerator<string> {
   if (rest.length > 0) yield rest;
 }
 
-/** A numeric cell holding an integer literal of 16 digits or more (attributes in group 1, digits in 2). */
-const LONG_INTEGER_CELL = /<c\b([^>]*)><v>(-?\d{16,})<\/v><\/c>/g;
+/** A cell holding a value that looks like a number (attributes in group 1, the value in 2). */
+const NUMBER_CELL = /<c\b([^>]*)><v>([-+.\deE]+)<\/v><\/c>/g;
 /** Text held back at most, waiting for the end of a cell, before it is passed on as it is. */
 const MAX_CARRY = 1 << 20;
 
 /**
- * Worksheet XML with every numeric cell whose integer a double would round (`<v>9007199254740993</v>`)
- * made a text cell (`t="str"`): exceljs reads numeric cells with `parseFloat`, which would round it
- * before we see it. As text the converters keep it exact or report it, like a big integer in table JSON.
- * Chunks are cut after the last complete cell, so a cell split between chunks is still seen whole.
+ * Worksheet XML with every numeric cell whose double would not give its text back
+ * (`<v>9007199254740993</v>`, `<v>1.50</v>`: numbers.ts) made a text cell (`t="str"`): exceljs reads
+ * numeric cells with `parseFloat`, which would round it before we see it. As text the converters read it
+ * exactly or report it, like such a literal in table JSON. Chunks are cut after the last complete cell,
+ * so a cell split between chunks is still seen whole.
  */
 export async function* exactIntegerCells(source: AsyncIterable<string>): AsyncGenerator<string> {
   let carry = '';
@@ -170,8 +171,8 @@ export async function* exactIntegerCells(source: AsyncIterable<string>): AsyncGe
 }
 
 function textCells(xml: string): string {
-  return xml.replace(LONG_INTEGER_CELL, (cell: string, attributes: string, digits: string) => {
-    if (!isBigIntegerText(digits)) return cell;
+  return xml.replace(NUMBER_CELL, (cell: string, attributes: string, digits: string) => {
+    if (typeof numberWire(digits) === 'number') return cell;
     const typed = / t="([^"]*)"/.exec(attributes);
     if (typed && typed[1] !== 'n') return cell;
     return `<c${attributes.replace(/ t="n"/, '')} t="str"><v>${digits}</v></c>`;

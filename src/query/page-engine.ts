@@ -164,6 +164,7 @@ export class PageEngine {
       // Row objects straight from table JSON's bytes, without columns in between, when all are kept.
       rows: opts.output === 'rows' && this.#keepsRows ? { dates: opts.dates } : undefined,
       invalidUtf8: opts.invalidUtf8,
+      budget: source.pages.loopBudget,
     });
     // The result's pages, as one run: the result itself, or each part of a split one after the other
     // (one window over them all, so the next part's pages go out while this one's drain, under one

@@ -7,6 +7,7 @@
 import { channel } from 'node:diagnostics_channel';
 import { isDecodedColumns, type PagePart, partLength } from '../convert/page-parts.js';
 import { atPage, DqsError, KNOWN_QUERY_STATES, ProtocolError, QueryFailedError } from '../core/errors.js';
+import type { LoopBudget } from '../core/loop-budget.js';
 import { type BodyPool, type PageBody, PageDeclined, type PageDecoder } from '../decode/index.js';
 import { contentLength, countBody, declaredLength } from '../transport/body.js';
 import { type PageTransport, statusFromHeaders } from '../transport/endpoints.js';
@@ -21,7 +22,6 @@ import { withRetry } from '../transport/retry.js';
 import type { HedgePolicy } from './hedge.js';
 import type { PageRange } from './page-plan.js';
 import { congestionOf, type PageRequests } from './page-requests.js';
-import { takeInTurns, tookBytes } from './read-turns.js';
 import type { KeptPage } from './result-source.js';
 import type { RequestHandle } from './scheduler.js';
 
@@ -176,7 +176,7 @@ async function fetchPieceSent(
     // Formats without a page envelope (CSV, XLSX): position is what we asked for, and the total is the
     // HEAD's unless the response repeats the query headers (checked then). The spec shows none on the data GET.
     const status = ctx.decoder.format.envelope ? undefined : dataGetStatus(ctx, response);
-    const body = pageBody(response, ctx.maxResponseBytes, handle, asItArrives);
+    const body = pageBody(response, ctx.maxResponseBytes, handle, asItArrives, ctx.pages.loopBudget);
     const wire = { codings: response.codings, wireBytes: () => response.wireBytes(body.bytes) };
     return await decodePiece(
       ctx,
@@ -276,6 +276,7 @@ function pageBody(
   maxBytes: number,
   handle: RequestHandle,
   asItArrives: boolean,
+  budget: LoopBudget,
 ): PageBody & { readonly bytes: number; readonly readAt: number } {
   let bytes = 0;
   let readAt = 0;
@@ -286,7 +287,7 @@ function pageBody(
     handle.bodyRead(size);
   };
   const each = async (take: (chunk: Buffer) => void) =>
-    read(await readCounted(response, maxBytes, handle, take));
+    read(await readCounted(response, maxBytes, handle, budget, take));
   return {
     get bytes() {
       return bytes;
@@ -297,7 +298,7 @@ function pageBody(
     ...(asItArrives ? { each, declaredBytes: declaredLength(response) } : {}),
     async whole(pool) {
       const got = pool
-        ? await readPooled(response, pool, maxBytes, handle)
+        ? await readPooled(response, pool, maxBytes, handle, budget)
         : { body: await readBounded(response, maxBytes), pooled: undefined };
       read(got.body.length);
       return got;
@@ -322,9 +323,9 @@ function pageBody(
         bytes = size;
         handle.delivered(next.value.length);
         yield next.value;
-        // At most the turn's bytes a turn, with every other body (read-turns.ts): a decoder that reads as
+        // At most the turn's bytes a turn, with every other body (core/loop-budget.ts): a decoder that reads as
         // the body arrives (CSV, XLSX, the reference) parsed ~2 MB per busy socket in one turn.
-        const later = tookBytes(next.value.length);
+        const later = budget.tookBytes(next.value.length);
         if (later) await later;
       }
     },
@@ -333,7 +334,7 @@ function pageBody(
 
 /**
  * Hands a body's chunks to `take` as they come, at most the turn's bytes a turn with every other body
- * (read-turns.ts), counted by the transport (the limits, and the Content-Length held: longer is a
+ * (core/loop-budget.ts), counted by the transport (the limits, and the Content-Length held: longer is a
  * ProtocolError, shorter a cut); returns the body's size. A failed read is translated (a NetworkError is
  * retried); an error `take` throws goes through as it is (a `PageDeclined` is no network failure).
  */
@@ -341,12 +342,13 @@ async function readCounted(
   response: HttpResponse,
   maxBytes: number,
   handle: RequestHandle,
+  budget: LoopBudget,
   take: (chunk: Buffer) => void,
 ): Promise<number> {
   const count = countBody(response, maxBytes);
   let thrown: { error: unknown } | undefined;
   try {
-    await takeInTurns(response.body, (chunk) => {
+    await budget.takeInTurns(response.body, (chunk) => {
       count.add(chunk.length);
       handle.delivered(chunk.length);
       try {
@@ -380,6 +382,7 @@ async function readPooled(
   pool: BodyPool,
   maxBytes: number,
   handle: RequestHandle,
+  budget: LoopBudget,
 ): Promise<{ body: Buffer; pooled: Buffer }> {
   const declared = declaredLength(response);
   const announced = contentLength(response.headers);
@@ -391,7 +394,7 @@ async function readPooled(
   let pooled = pool.bodyBuffer(declared ? declared : Math.max(1, guess));
   let size = 0;
   try {
-    await readCounted(response, maxBytes, handle, (bytes) => {
+    await readCounted(response, maxBytes, handle, budget, (bytes) => {
       if (size + bytes.length > pooled.length) {
         const bigger = pool.bodyBuffer(Math.max(2 * pooled.length, size + bytes.length));
         pooled.copy(bigger, 0, 0, size);

@@ -5,6 +5,7 @@
 import { EventEmitter } from 'node:events';
 import { inspect } from 'node:util';
 import { ProtocolError } from '../core/errors.js';
+import type { LoopBudget } from '../core/loop-budget.js';
 import type { RawQueryBody } from '../core/raw-body.js';
 import { checkKeys, optionKeys } from '../core/validate.js';
 import {
@@ -132,6 +133,8 @@ export interface PageTransport {
     options: RawPageRequest & { readonly retry?: boolean },
   ): Promise<HttpResponse>;
   readonly maxResponseBytes: number;
+  /** What the client's page streams take of each turn of the event loop (body bytes, decodes). */
+  readonly loopBudget: LoopBudget;
   /** True when requests are metered (a `rateLimit` set or learned). */
   readonly rateLimited: boolean;
   /** The quickest answer seen so far, in ms (round trip plus the service's quickest work). */
@@ -175,6 +178,14 @@ export class EndpointClient extends EventEmitter {
       this.emit('retry', event);
       telemetry?.retry(event);
     });
+  }
+
+  /**
+   * What this client's page streams take of each turn of the event loop; hand it to another client
+   * (`loopBudget` option) to have both share it.
+   */
+  get loopBudget(): LoopBudget {
+    return this.http.loopBudget;
   }
 
   /** The normalized base URL (always ending in '/'). */
@@ -329,6 +340,7 @@ export class EndpointClient extends EventEmitter {
         // Unchecked: the page engine's own requests, one per page.
         openPage: (datasetId, queryId, options) => this.#openPage(datasetId, queryId, options),
         maxResponseBytes: http.maxResponseBytes,
+        loopBudget: http.loopBudget,
         get rateLimited() {
           return http.rateLimited;
         },

@@ -9,6 +9,7 @@
 import { setImmediate } from 'node:timers/promises';
 import { type Dispatcher, request } from 'undici';
 import { AbortError, DqsError, type RequestInfo, TimeoutError } from '../core/errors.js';
+import type { LoopBudget } from '../core/loop-budget.js';
 import { redactSecrets } from '../core/redact.js';
 import { VERSION } from '../core/version.js';
 import { drain, readBounded, readText } from './body.js';
@@ -343,5 +344,9 @@ export class HttpTransport {
 
   get maxResponseBytes(): number {
     return this.#options.maxResponseBytes;
+  }
+
+  get loopBudget(): LoopBudget {
+    return this.#options.loopBudget;
   }
 }

@@ -1,6 +1,7 @@
 import { constants as bufferConstants } from 'node:buffer';
 import type { Dispatcher } from 'undici';
 import { InvalidArgumentError } from '../core/errors.js';
+import { LoopBudget } from '../core/loop-budget.js';
 import { registerSecret } from '../core/redact.js';
 import { checkInteger, invalid, invalidSecret, optionalInteger } from '../core/validate.js';
 import { API_VERSION } from '../core/wire.js';
@@ -97,6 +98,14 @@ export interface ClientOptions {
    */
   readonly compression?: boolean | 'auto' | readonly ContentCoding[];
   /**
+   * What the client's page streams take of each turn of the event loop: page bodies at most 256 kB a turn
+   * and one page's decode step at a time, all streams of the budget together. Hand several clients one
+   * budget (`new DatasetClient({ loopBudget: other.loopBudget })`) so that together they take of each turn
+   * what one takes.
+   * @default a budget of the client's own
+   */
+  readonly loopBudget?: LoopBudget;
+  /**
    * OpenTelemetry, when the application has `@opentelemetry/api` installed (an optional peer, loaded once
    * on first use): a `dqs.query` span per query with its create, wait and read phases, a `dqs.page` span
    * per page, metrics (rows, bytes, retries, 429s, the concurrency limit) and `traceparent` on requests
@@ -126,6 +135,7 @@ export const CLIENT_OPTIONS = {
   rateLimit: true,
   compression: true,
   telemetry: true,
+  loopBudget: true,
 } as const satisfies { readonly [K in keyof Required<ClientOptions>]: true };
 
 /** A logger of the pino / `console` shape; the methods the library calls, each optional. */
@@ -184,6 +194,7 @@ export interface NormalizedClientOptions {
   readonly compression: RequestCompression;
   /** Undefined with `telemetry: false`. */
   readonly telemetry: ClientTelemetry | undefined;
+  readonly loopBudget: LoopBudget;
 }
 
 function normalizeCompression(value: unknown): RequestCompression {
@@ -216,6 +227,12 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 
 function maxResponseBytes(value: unknown): number {
   return optionalInteger(value, 'maxResponseBytes', 1, DEFAULT_MAX_RESPONSE_BYTES, MAX_STRING_LENGTH);
+}
+
+function normalizeLoopBudget(value: unknown): LoopBudget {
+  if (value === undefined) return new LoopBudget();
+  if (value instanceof LoopBudget) return value;
+  throw invalid('loopBudget', "a LoopBudget (another client's `loopBudget`)", value);
 }
 
 export function normalizeClientOptions(options: ClientOptions = {}): NormalizedClientOptions {
@@ -314,5 +331,6 @@ export function normalizeClientOptions(options: ClientOptions = {}): NormalizedC
     rateLimiter: options.rateLimit ? new RateLimiter(options.rateLimit) : undefined,
     compression: normalizeCompression(options.compression),
     telemetry: normalizeTelemetry(options.telemetry, baseUrl),
+    loopBudget: normalizeLoopBudget(options.loopBudget),
   };
 }

@@ -176,7 +176,12 @@ async function within(run: () => Promise<void>): Promise<void> {
   expect(Math.max(peak, process.memoryUsage.rss())).toBeLessThan(GB);
 }
 
-type ReadOptions = { pageSize?: number; format?: 'json' | 'csv'; invalidUtf8?: 'error' | 'replace' };
+type ReadOptions = {
+  pageSize?: number;
+  format?: 'json' | 'csv';
+  invalidUtf8?: 'error' | 'replace';
+  decoder?: 'fast' | 'json';
+};
 
 async function rowsFrom(h: Hostile, options: ReadOptions = {}) {
   try {
@@ -535,6 +540,56 @@ describe.concurrent('hostile server: bombs and absurd sizes', () => {
         await h.close();
       }
       expect(sent).toBeLessThan(LIMIT + 64 * 1024 * 1024);
+    }));
+
+  it('a page of endless white space after "rows":[ : DQS_RESPONSE_TOO_LARGE at the limit, through stream, toTable and toArray', () =>
+    within(async () => {
+      // Regression: the decoder that reads a page as it arrives rescanned the white space it had passed,
+      // ever slower (76 MB in 100 s): `toTable()` never reached the limit and sat for minutes. The page is
+      // sent as fast as the client reads it; the client must read at its own pace and stop at the limit.
+      const LIMIT = 32 * 1024 * 1024;
+      const spaces = Buffer.alloc(1 << 20, 0x20);
+      const h = await hostile(
+        {
+          total: 25,
+          page: (res, ask, honest) => {
+            if (ask.nth === 1) return false; // the 1-row page the query reads for its descriptors
+            res.writeHead(200, { ...HEADERS, 'x-total': '25', 'content-type': MediaType.table });
+            res.write(honest().slice(0, honest().indexOf('"rows":[') + 8));
+            const pump = () => {
+              while (!res.destroyed && res.write(spaces));
+              if (!res.destroyed) res.once('drain', pump);
+            };
+            pump();
+            return true;
+          },
+        },
+        'hostile-key',
+        { maxResponseBytes: LIMIT, retry: false },
+      );
+      try {
+        const result = await h.client.query(DATASET, {}, { firstPageRows: 1 });
+        const reads = {
+          stream: async () => {
+            for await (const _ of result.stream()) {
+              // The stream fails before its first batch.
+            }
+          },
+          toTable: () => result.toTable(),
+          toArray: () => result.toArray(),
+        };
+        for (const [api, read] of Object.entries(reads)) {
+          const err = await read().then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          expect(err, api).toBeInstanceOf(DqsError);
+          expect((err as DqsError).code, api).toBe('DQS_RESPONSE_TOO_LARGE');
+          expect((err as DqsError).message, api).toMatch(/limit of 33554432 bytes/);
+        }
+      } finally {
+        await h.close();
+      }
     }));
 
   it('a gzip bomb (48 MiB of zeros in 50 KB): DQS_RESPONSE_TOO_LARGE once it inflates 200-fold past 32 MiB', () =>
@@ -1403,6 +1458,52 @@ describe.concurrent('hostile server: values never changed silently', () => {
       });
       const err = await failsWith(h, 'DQS_DECODE', { pageSize: 10 });
       expect(err.message).toMatch(/"rows" appears more than once/);
+    }));
+
+  it('a later page with any member twice ("id", "fields", "rows"): DQS_DECODE naming it, with either decoder', () =>
+    within(async () => {
+      // Regression: on pages after the first, only some members were checked (page 2 with "id" twice
+      // was read as if nothing were wrong).
+      for (const [name, decoy] of [
+        ['id', '"decoy"'],
+        ['fields', JSON.stringify(FIELDS)],
+        ['rows', '[[11,"decoy"]]'],
+      ] as const) {
+        for (const decoder of ['fast', 'json'] as const) {
+          const h = await hostile({
+            page: (res, ask, honest) =>
+              ask.start > 1 && send(res, honest().replace(`"${name}":`, `"${name}":${decoy},"${name}":`)),
+          });
+          try {
+            await h.client.stream(DATASET, {}, { output: 'rows', pageSize: 10, decoder }).toArray();
+            expect.unreachable(`${name} twice, ${decoder}`);
+          } catch (err) {
+            expect((err as DqsError).code, `${name}, ${decoder}`).toBe('DQS_DECODE');
+            expect((err as DqsError).message).toContain(`"${name}" appears more than once`);
+            expect((err as DqsError).page).toMatchObject({ start: 11 });
+          } finally {
+            await h.close();
+          }
+        }
+      }
+    }));
+
+  it('an integer past 2^53 in other spellings (.0, an exponent, a moved point): DQS_INVALID_VALUE, never rounded', () =>
+    within(async () => {
+      for (const spelling of [
+        '9007199254740993.0',
+        '9007199254740993e0',
+        '9.007199254740993e15',
+        '90071992547409930e-1',
+      ]) {
+        for (const decoder of ['fast', 'json'] as const) {
+          const h = await hostile({
+            page: (res, _ask, honest) => send(res, honest().replace('[13,"r13"]', `[${spelling},"r13"]`)),
+          });
+          const err = await failsWith(h, 'DQS_INVALID_VALUE', { pageSize: 10, decoder } as ReadOptions);
+          expect(err, `${spelling}, ${decoder}`).toMatchObject({ row: 13, column: 'n' });
+        }
+      }
     }));
 
   it('a number literal too large for a double (1e400): DQS_INVALID_VALUE naming row and column, as its string form', () =>
