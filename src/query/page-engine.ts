@@ -296,6 +296,7 @@ export class PageEngine {
               windowBytes: opts.windowBytes,
               rateLimited: () => part.pages.rateLimited,
               scarce: () => scheduler.capped,
+              inFlight: () => scheduler.bound,
             }
           : undefined,
       );
