@@ -147,28 +147,6 @@ describe('LinkModel', () => {
     expect(link.pageRows(50, 0)).toBe(8000); // never under PAGE_BYTES_MIN: 5,243 rows, 8,000 on the ladder
   });
 
-  it('page rows: enough for the requests allowed out to carry the link, when that bound binds', () => {
-    // A far service dear per row: 130 ms fixed + 0.08 ms a row; 25 MB/s a connection, 100 MB/s in all.
-    const link = new LinkModel();
-    for (let i = 0; i < 2; i++) {
-      link.answered(1000, 210, 0);
-      link.answered(2000, 290, 0);
-    }
-    link.completed(
-      { rows: 1000, bytes: 420_000, waitMs: 210, bodyMs: 16.8, flightBytes: 22.7e6, flightMs: 227 },
-      0,
-    );
-    expect(link.linkRate(0)).toBe(100_000);
-    // The service's cost alone: 130 / 0.08 = 1,625 rows, 2,000 on the ladder; a bound far above the need
-    // changes nothing.
-    expect(link.pageRows(420, 0)).toBe(2000);
-    expect(link.pageRows(420, 0, false, 1000)).toBe(2000);
-    // 64 allowed: n = 2 x 100,000 x (130 + rows x 0.0968) / (rows x 420) <= 64 needs 3,457 rows or more.
-    expect(link.pageRows(420, 0, false, 64)).toBe(4000);
-    // Fewer allowed than the per-row latency alone needs: as large as the byte bound.
-    expect(link.pageRows(420, 0, false, 40)).toBe(10_000);
-  });
-
   it('onLadder: 1,000 rows x a power of two, the nearest in ratio, never above the most', () => {
     expect(onLadder(2800)).toBe(2000);
     expect(onLadder(2900)).toBe(4000); // over 2,828, the middle in ratio

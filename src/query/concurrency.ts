@@ -81,11 +81,6 @@ export abstract class ConcurrencyController {
     return false;
   }
 
-  /** The most requests this controller will ever allow out now (its maximum, a 429's ceiling). */
-  get bound(): number {
-    return Number.POSITIVE_INFINITY;
-  }
-
   /** Requests sent so far (the next one's sequence number). */
   protected get seq(): number {
     return this.#seq;
@@ -263,10 +258,6 @@ export class AdaptiveConcurrency extends ConcurrencyController {
 
   override get capped(): boolean {
     return this.#ceiling < this.#max;
-  }
-
-  override get bound(): number {
-    return Math.min(this.#max, this.#ceiling);
   }
 
   /** `'startup'` while growing per answer, then `'steady'` (for tests and the docs). */

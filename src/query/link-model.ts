@@ -23,7 +23,6 @@ import {
   RATE_GAIN,
   ROW_SHARE,
   SHARED_BODIES,
-  STEADY_GAIN,
 } from './link-constants.js';
 
 /** The service's time to first byte: `fixedMs + rows × perRowMs`. */
@@ -260,18 +259,10 @@ export class LinkModel {
    * page's rows a small multiple of its fixed time: a bigger page makes every page wait longer before
    * its first byte, a smaller one pays the fixed time for fewer rows). `scarce`: the service caps
    * requests in flight below what the link could use, so each request must carry more: at least the
-   * rows whose body takes as long as their wait. `inFlight`: the most requests allowed out at once
-   * (`maxConcurrency`, a 429's ceiling): pages carry at least the rows with which that many requests
-   * hold STEADY_GAIN × the bandwidth-delay product (Little's law solved for the page instead of the
-   * count), or the link sits idle behind the bound. Undefined while the cost is not known (the plan then
+   * rows whose body takes as long as their wait. Undefined while the cost is not known (the plan then
    * asks for two sizes in turn, which tells it).
    */
-  pageRows(
-    bytesPerRow: number,
-    now: number,
-    scarce = false,
-    inFlight = Number.POSITIVE_INFINITY,
-  ): number | undefined {
+  pageRows(bytesPerRow: number, now: number, scarce = false): number | undefined {
     const most = PAGE_BYTES_MAX / bytesPerRow;
     const least = Math.min(most, Math.max(PAGE_ROWS_UNIT, PAGE_BYTES_MIN / bytesPerRow));
     // The byte bound itself, in whole units (it follows the rows' width alone, so it is the same from run
@@ -285,13 +276,6 @@ export class LinkModel {
     const fit = this.fit(now);
     if (fit === undefined) return undefined;
     let rows = fit.perRowMs > 0 ? (ROW_SHARE * fit.fixedMs) / fit.perRowMs : most;
-    if (Number.isFinite(inFlight)) {
-      // n = GAIN × rate × (fixed + rows × perRowLatency) ÷ (rows × bytesPerRow) ≤ inFlight, for rows.
-      const rate = this.linkRate(now);
-      const perRowLatency = fit.perRowMs + bytesPerRow / Math.max(1e-9, this.connectionRate(now));
-      const room = inFlight * bytesPerRow - STEADY_GAIN * rate * perRowLatency;
-      rows = Math.max(rows, room > 0 ? (STEADY_GAIN * rate * fit.fixedMs) / room : most);
-    }
     if (scarce) {
       // Rows whose body (bytesPerRow ÷ a connection's rate each) lasts as long as their wait.
       const perRowBody = bytesPerRow / Math.max(1e-9, this.connectionRate(now));

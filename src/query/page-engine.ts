@@ -296,7 +296,6 @@ export class PageEngine {
               windowBytes: opts.windowBytes,
               rateLimited: () => part.pages.rateLimited,
               scarce: () => scheduler.capped,
-              inFlight: () => scheduler.bound,
             }
           : undefined,
       );

@@ -19,8 +19,6 @@ export interface PageSizing {
   readonly rateLimited: () => boolean;
   /** Whether the service caps requests in flight below what the link could use (a 429's ceiling). */
   readonly scarce?: () => boolean;
-  /** The most requests allowed out at once (the controller's maximum or ceiling). */
-  readonly inFlight?: () => number;
 }
 
 /** What the plan learns from: a page that has arrived. */
@@ -136,9 +134,7 @@ export class PagePlan {
       return this.#pageSize;
     }
     const rows =
-      perRow === undefined
-        ? undefined
-        : sizing.link.pageRows(perRow, sizing.now(), sizing.scarce?.(), sizing.inFlight?.());
+      perRow === undefined ? undefined : sizing.link.pageRows(perRow, sizing.now(), sizing.scarce?.());
     if (rows !== undefined) {
       this.#pageSize = rows;
       // To the next multiple of `rows` (shorter once, where the size changed).

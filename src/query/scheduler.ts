@@ -84,11 +84,6 @@ export class RequestScheduler {
     return this.#controller.capped;
   }
 
-  /** The most requests allowed out at once now (pages carry enough rows for that many to fill the link). */
-  get bound(): number {
-    return this.#controller.bound;
-  }
-
   /** What the requests have measured: page sizes are chosen from it. */
   get link(): LinkModel {
     return this.#controller.link;
