@@ -179,11 +179,13 @@ async function resumeParts(
   }
   const signal = q.wait.signal ?? new AbortController().signal;
   const probes = new PQueue({ concurrency: CONCURRENCY });
-  const reread = (list: readonly string[]) => async (s: AbortSignal) => {
+  // A part's query created again and waited for: complete, with the total its wait gave.
+  const created = async (list: readonly string[], s: AbortSignal): Promise<QueryHandle> => {
     const { handle, status } = await service.createAndWait(list, s);
-    const complete: QueryHandle = { ...handle, state: 'complete', total: status?.total ?? handle.total };
-    return q.open({ ...q.body, tickers: [...list] }, complete, s);
+    return { ...handle, state: 'complete', total: status?.total ?? handle.total };
   };
+  const reread = (list: readonly string[]) => async (s: AbortSignal) =>
+    q.open({ ...q.body, tickers: [...list] }, await created(list, s), s);
   try {
     return await Promise.all(
       plan.parts.map((part, i) =>
@@ -201,15 +203,14 @@ async function resumeParts(
           };
           const local = plan.finished(i, template, reread(part.tickers));
           if (local) return { tickers: part.tickers, truncated: part.truncated, local };
-          const { handle, status } = await service.createAndWait(part.tickers, signal);
-          const total = status?.total ?? handle.total;
-          if (handle.id !== part.queryId || total !== part.total) {
+          const handle = await created(part.tickers, signal);
+          if (handle.id !== part.queryId || handle.total !== part.total) {
             throw new StalePlan(`the part of ${part.tickers.join(', ')} is not the checkpoint's any more`);
           }
           return {
             tickers: part.tickers,
             truncated: part.truncated,
-            handle: { ...handle, state: 'complete', total },
+            handle,
           };
         }),
       ),
